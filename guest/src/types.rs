@@ -1,0 +1,194 @@
+//! The contract's data, mirrored from `wit/policy.wit`, with its JSON form.
+//!
+//! The JSON form is what policy authors write in golden files and pipe into
+//! `wasmtime run policy.wasm decide`: snake_case keys, times in RFC 3339,
+//! unknown keys refused so a typo is an error rather than a silent default.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// Seconds and nanoseconds since the Unix epoch, UTC. Ordered by time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    pub seconds: i64,
+    pub nanoseconds: u32,
+}
+
+impl Timestamp {
+    /// Parses an RFC 3339 time (any offset; kept as UTC).
+    pub fn parse_rfc3339(text: &str) -> Result<Self, String> {
+        let parsed = OffsetDateTime::parse(text, &Rfc3339)
+            .map_err(|e| format!("invalid timestamp {text:?} ({e}); expected RFC 3339 such as 2026-11-30T04:00:00Z"))?;
+        Ok(Self::from(parsed))
+    }
+
+    /// Formats as RFC 3339 in UTC, or as raw seconds if out of range.
+    pub fn to_rfc3339(self) -> String {
+        let nanos = i128::from(self.seconds) * 1_000_000_000 + i128::from(self.nanoseconds);
+        OffsetDateTime::from_unix_timestamp_nanos(nanos)
+            .ok()
+            .and_then(|t| t.format(&Rfc3339).ok())
+            .unwrap_or_else(|| format!("@{}.{:09}", self.seconds, self.nanoseconds))
+    }
+}
+
+impl From<OffsetDateTime> for Timestamp {
+    fn from(t: OffsetDateTime) -> Self {
+        Self {
+            seconds: t.unix_timestamp(),
+            nanoseconds: t.nanosecond(),
+        }
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_rfc3339())
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Timestamp::parse_rfc3339(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a terminal execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Outcome {
+    /// The word used in notes and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Whether a status is terminal; serialised as
+/// `{"terminal":true,"outcome":"failed"}` or `{"terminal":false}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusClass {
+    NonTerminal,
+    Terminal(Outcome),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusClassJson {
+    terminal: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outcome: Option<Outcome>,
+}
+
+impl Serialize for StatusClass {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let json = match *self {
+            StatusClass::NonTerminal => StatusClassJson { terminal: false, outcome: None },
+            StatusClass::Terminal(o) => StatusClassJson { terminal: true, outcome: Some(o) },
+        };
+        json.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusClass {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let json = StatusClassJson::deserialize(d)?;
+        match (json.terminal, json.outcome) {
+            (false, None) => Ok(StatusClass::NonTerminal),
+            (true, Some(o)) => Ok(StatusClass::Terminal(o)),
+            (true, None) => Err(serde::de::Error::custom("a terminal status needs an outcome")),
+            (false, Some(_)) => Err(serde::de::Error::custom("a non-terminal status has no outcome")),
+        }
+    }
+}
+
+/// How the operator approved the plan that opened a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalRoute {
+    Button,
+    Chat,
+    Api,
+}
+
+/// An assent window; open while `opened_at <= now < expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    pub opened_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub route: ApprovalRoute,
+}
+
+impl Window {
+    /// True while `opened_at <= now < expires_at`.
+    pub fn is_open_at(&self, now: Timestamp) -> bool {
+        self.opened_at <= now && now < self.expires_at
+    }
+}
+
+/// One asynchronous execution as the runtime last reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Execution {
+    pub id: String,
+    pub status: String,
+    #[serde(default)]
+    pub result: String,
+    #[serde(default)]
+    pub finished_at: Option<Timestamp>,
+}
+
+/// The chat session an execution is linked to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    pub id: String,
+    #[serde(default)]
+    pub window: Option<Window>,
+    /// Required: a missing count must not read as zero and defeat the loop guard.
+    pub continuations_in_window: u32,
+    #[serde(default)]
+    pub still_running: Vec<String>,
+}
+
+/// Everything a policy needs to decide about one execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionInput {
+    pub now: Timestamp,
+    pub execution: Execution,
+    pub session: Session,
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+/// What to do about one execution; serialised as `{"decision":"wait"}`,
+/// `{"decision":"continue","note":"…"}` or `{"decision":"drop","reason":"…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Decision {
+    Wait,
+    Continue { note: String },
+    Drop { reason: String },
+}
+
+/// Who a policy is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyInfo {
+    pub name: String,
+    pub version: String,
+    pub contract: String,
+}

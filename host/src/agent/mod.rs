@@ -1,0 +1,67 @@
+//! Calling the agent: the [`Agent`] trait the embedding runtime implements,
+//! and the adapters the standalone binary uses (an HTTP webhook to the
+//! runtime, and a built-in `chatWith` against an OpenAI-compatible endpoint).
+
+use async_trait::async_trait;
+use serde::Serialize;
+use uuid::Uuid;
+
+/// One finished execution, as reported to the agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionReport {
+    pub id: Uuid,
+    /// The runtime's status string, verbatim.
+    pub status: String,
+    /// `completed`, `failed` or `cancelled`, as the policy classified it.
+    pub outcome: String,
+    pub result: String,
+}
+
+/// A re-invocation of the agent for one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Continuation {
+    pub session_id: Uuid,
+    /// The same for every redelivery of this continuation, so the runtime
+    /// can drop duplicates after a crash between its reply and our commit.
+    pub idempotency_key: String,
+    /// The executions folded into this continuation.
+    pub executions: Vec<ExecutionReport>,
+    /// The policy's note, injected after the replayed history and never
+    /// stored as a user turn.
+    pub note: String,
+    /// The policy's SOUL text for the agent's system prompt.
+    pub soul: String,
+}
+
+/// Something the operator should see, such as a continuation that was
+/// dropped because the window closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    pub session_id: Uuid,
+    /// Stable across redeliveries, like a continuation's.
+    pub idempotency_key: String,
+    pub message: String,
+}
+
+/// Why a delivery failed, and whether trying again can help.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AgentError {
+    /// A time-out, a refused connection, a 5xx: retried with backoff.
+    #[error("retryable: {0}")]
+    Retryable(String),
+    /// A 4xx or a malformed request: retrying cannot help.
+    #[error("permanent: {0}")]
+    Permanent(String),
+}
+
+/// What the host needs from the agent runtime.
+#[async_trait]
+pub trait Agent: Send + Sync {
+    /// Re-invokes the agent of `continuation.session_id` with the note.
+    /// Returning `Ok` means the runtime has accepted it; the host then marks
+    /// the executions continued.
+    async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError>;
+
+    /// Shows a notice to the operator of a session.
+    async fn notify(&self, notice: &Notice) -> Result<(), AgentError>;
+}

@@ -1,0 +1,15 @@
+//! nomos-continue: the system, not a person typing "continue", is the event
+//! loop of an agent whose tools run asynchronously.
+//!
+//! # Layout
+//!
+//! - [`policy`]: the sandboxed WebAssembly continuation policy: loading and
+//!   type-checking a component, running it under limits, hot swap.
+//! - [`store`]: every SQL query, for PostgreSQL and the embedded SQLite
+//!   default, and the migrations.
+//! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
+//!   webhook and `chatWith` adapters.
+
+pub mod agent;
+pub mod policy;
+pub mod store;
