@@ -1,0 +1,2 @@
+-- Reverses 019.
+DROP TABLE IF EXISTS nomos_assent_windows;

@@ -1,0 +1,2 @@
+-- Reverses 020.
+DROP TABLE IF EXISTS nomos_deliveries;
