@@ -36,6 +36,11 @@ pub fn extract_execution_ids(text: &str) -> Vec<String> {
             continue;
         }
         let start = skip_separators(bytes, skip_id_suffix(bytes, from));
+        // `"execution": {"id": "…"}`: the id key may follow the separators.
+        let start = match uuid_at(bytes, start) {
+            Some(_) => start,
+            None => skip_separators(bytes, skip_id_word(bytes, start)),
+        };
         let Some(id) = uuid_at(bytes, start) else {
             continue;
         };
@@ -65,6 +70,16 @@ fn skip_id_suffix(bytes: &[u8], at: usize) -> usize {
     let is_id = rest.len() >= skip + 2 && rest[skip..skip + 2].eq_ignore_ascii_case(b"id");
     if is_id && bytes.get(after).is_none_or(|&b| !is_word_byte(b)) {
         after
+    } else {
+        at
+    }
+}
+
+/// Skips a whole word `id` at `at`, as the key of a nested object.
+fn skip_id_word(bytes: &[u8], at: usize) -> usize {
+    let is_id = bytes.get(at..at + 2).is_some_and(|w| w.eq_ignore_ascii_case(b"id"));
+    if is_id && bytes.get(at + 2).is_none_or(|&b| !is_word_byte(b)) {
+        at + 2
     } else {
         at
     }
@@ -130,6 +145,7 @@ mod tests {
             format!("Execution ID #{A}"),
             format!("{{\"execution_id\": \"{A}\"}}"),
             format!("EXECUTION `{A}`"),
+            format!("{{\"execution\": {{\"id\": \"{A}\"}}}}"),
         ] {
             assert_eq!(extract_execution_ids(&text), vec![A], "{text}");
         }
