@@ -1,1 +1,372 @@
-//! Storage.
+//! Storage: every SQL query of nomos-continue, for PostgreSQL (production) and
+//! an SQLite file (the embedded default), behind one [`Store`].
+//!
+//! # Why one module owns all SQL
+//!
+//! The worker's guarantees (a link never moves session, no execution is
+//! continued twice, at most one continuation in flight per session, every
+//! state change is a compare-and-set against the lease holder) live in the
+//! `WHERE` clauses and transactions here. Keeping them in one place, behind
+//! typed functions, means the worker and the API cannot bypass them, and one
+//! conformance suite (`tests/tests/store_conformance.rs`) checks both backends.
+//!
+//! # Conventions
+//!
+//! - **Time is an argument.** Every function that writes or compares a time
+//!   takes `now: OffsetDateTime` from the caller; no query reads the database
+//!   clock. Tests inject a clock, and replicas with skewed database clocks
+//!   agree with the worker that decided. Times are kept at microsecond
+//!   precision (PostgreSQL's), so a value read back equals the value written.
+//! - **Ids are [`Uuid`]s.** Text from the outside goes through [`parse_uuid`],
+//!   the single parse boundary, which yields [`StoreError::InvalidUuid`].
+//! - **Representation.** PostgreSQL uses `UUID`, `TIMESTAMPTZ`, `UUID[]`.
+//!   SQLite uses lowercase hyphenated `TEXT` for UUIDs, `INTEGER`
+//!   microseconds since the Unix epoch (UTC) for times (they compare as
+//!   numbers, which RFC 3339 text with varying fractions would not), and a
+//!   JSON array for `execution_ids`.
+//! - **Expected refusals are values, not errors.** For example
+//!   [`PlanOutcome::SessionBusy`] or [`AttemptOutcome::LeaseLost`]; a
+//!   [`StoreError`] means the input was malformed or the database failed.
+//!   Every refusal rolls back, so nothing is ever half written.
+
+mod decode;
+mod deliveries;
+mod executions;
+mod links;
+mod plan;
+mod policies;
+pub use policies::policy_hash;
+mod summary;
+mod turns;
+mod types;
+mod windows;
+
+use std::str::FromStr;
+
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use thiserror::Error;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+pub use types::*;
+
+/// The PostgreSQL `LISTEN`/`NOTIFY` channel that wakes the worker.
+///
+/// Why a constant: the notifier ([`Store::notify_wake`], called inside
+/// [`Store::upsert_execution_status`]) and the listener in the worker must
+/// agree on it. The payload is empty: a wake-up only means "look again";
+/// correctness never depends on it arriving.
+pub const WAKE_CHANNEL: &str = "nomos_continue_wake";
+
+/// The longest assent window a single approval can open or extend to.
+///
+/// The design bounds automatic continuation to 30 minutes after the
+/// operator's approval; [`Store::approve`] refuses anything longer.
+pub const MAX_WINDOW: Duration = Duration::minutes(30);
+
+/// Migrations for PostgreSQL, embedded at build time from
+/// `migrations/postgres` (017 is the seed's link table).
+static PG_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Migrations for SQLite, embedded from `migrations/sqlite`; the same version
+/// numbers as PostgreSQL so both backends are always at the same schema step.
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+
+/// Everything that can go wrong in the store.
+///
+/// Malformed input gets its own variant so the API can answer with a 4xx
+/// instead of a 500; database failures are passed through.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// A string that should have been a UUID was not (the parse boundary is
+    /// [`parse_uuid`]).
+    #[error("malformed UUID: {0:?}")]
+    InvalidUuid(String),
+    /// The database URL names no supported backend. Only the scheme is kept,
+    /// so a password in the URL never reaches a log.
+    #[error(
+        "unsupported database URL scheme {0:?}: expected postgres://, postgresql:// or sqlite:"
+    )]
+    UnsupportedUrl(String),
+    /// An argument outside its domain (an unknown route, an empty status, a
+    /// policy hash that does not match the bytes, ...).
+    #[error("invalid {field}: {reason}")]
+    InvalidValue {
+        /// Which argument.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An approval for zero, negative or more than [`MAX_WINDOW`] time.
+    #[error("approval duration must be > 0 and <= 30 minutes, got {0}")]
+    InvalidDuration(Duration),
+    /// [`Store::activate_policy`] with a hash that was never saved.
+    #[error("unknown policy revision {0}")]
+    UnknownPolicy(String),
+    /// A stored value outside the domain the migrations allow (for example a
+    /// row written by hand). Reported rather than guessed at.
+    #[error("unexpected value in column {column}: {value:?}")]
+    Corrupt {
+        /// The column that held it.
+        column: &'static str,
+        /// The value found.
+        value: String,
+    },
+    /// The database failed (connection, constraint, ...).
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A migration failed or the applied migrations do not match these.
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Shorthand used throughout the store.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Which database a [`Store`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// PostgreSQL: production, many replicas, `FOR UPDATE SKIP LOCKED`, NOTIFY.
+    Postgres,
+    /// SQLite: the embedded default for one process; writers are serialised.
+    Sqlite,
+}
+
+/// The pool behind a [`Store`].
+#[derive(Clone, Debug)]
+pub(crate) enum Db {
+    Pg(PgPool),
+    Lite(SqlitePool),
+}
+
+/// The one handle to the database. Cheap to clone (it clones a pool).
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(crate) db: Db,
+}
+
+impl Store {
+    /// Connects by URL scheme: `postgres://` or `postgresql://` → PostgreSQL,
+    /// `sqlite:` → an SQLite file (created if missing).
+    ///
+    /// Why these SQLite settings: WAL lets readers (the API) run while the
+    /// worker writes; `busy_timeout` turns writer contention into a short
+    /// wait instead of an error; foreign keys are on so the policy table's FK
+    /// holds. `sqlite::memory:` gets a single connection, because every
+    /// connection to `:memory:` would otherwise be a different database.
+    /// Does not migrate: call [`Store::migrate`].
+    pub async fn connect(url: &str) -> Result<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .connect(url)
+                .await?;
+            return Ok(Self::from_pg_pool(pool));
+        }
+        if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(std::time::Duration::from_secs(10))
+                .foreign_keys(true);
+            let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+            let pool = if in_memory {
+                SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(1)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .connect_with(options)
+                    .await?
+            } else {
+                SqlitePoolOptions::new()
+                    .max_connections(8)
+                    .connect_with(options)
+                    .await?
+            };
+            return Ok(Self::from_sqlite_pool(pool));
+        }
+        let scheme = url.split(':').next().unwrap_or_default().to_owned();
+        Err(StoreError::UnsupportedUrl(scheme))
+    }
+
+    /// Wraps an existing PostgreSQL pool (an embedding runtime may share its own).
+    pub fn from_pg_pool(pool: PgPool) -> Self {
+        Self { db: Db::Pg(pool) }
+    }
+
+    /// Wraps an existing SQLite pool. The caller is responsible for the
+    /// settings [`Store::connect`] applies (WAL, busy timeout, foreign keys).
+    pub fn from_sqlite_pool(pool: SqlitePool) -> Self {
+        Self { db: Db::Lite(pool) }
+    }
+
+    /// Which backend this store talks to.
+    pub fn backend(&self) -> Backend {
+        match self.db {
+            Db::Pg(_) => Backend::Postgres,
+            Db::Lite(_) => Backend::Sqlite,
+        }
+    }
+
+    /// The PostgreSQL pool, if any: the worker needs it for
+    /// `PgListener::connect_with` to LISTEN on [`WAKE_CHANNEL`].
+    pub fn pg_pool(&self) -> Option<&PgPool> {
+        match &self.db {
+            Db::Pg(pool) => Some(pool),
+            Db::Lite(_) => None,
+        }
+    }
+
+    /// The embedded migrator for a backend, for tools that want to inspect
+    /// or run migrations themselves.
+    pub fn migrator(backend: Backend) -> &'static Migrator {
+        match backend {
+            Backend::Postgres => &PG_MIGRATOR,
+            Backend::Sqlite => &SQLITE_MIGRATOR,
+        }
+    }
+
+    /// Applies every pending migration (`nomos-continue migrate`). Idempotent;
+    /// the migrator records applied versions in `_sqlx_migrations`, exactly as
+    /// `sqlx migrate run --source migrations/<backend>` does, so either tool
+    /// can be used on the same database.
+    pub async fn migrate(&self) -> Result<()> {
+        match &self.db {
+            Db::Pg(pool) => PG_MIGRATOR.run(pool).await?,
+            Db::Lite(pool) => SQLITE_MIGRATOR.run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// Reverts applied migrations newer than `target` by running their down
+    /// scripts (`target = 0` reverts everything). For operators rolling back
+    /// and for the conformance suite, which checks that every down script runs.
+    pub async fn undo_migrations(&self, target: i64) -> Result<()> {
+        match &self.db {
+            Db::Pg(pool) => PG_MIGRATOR.undo(pool, target).await?,
+            Db::Lite(pool) => SQLITE_MIGRATOR.undo(pool, target).await?,
+        }
+        Ok(())
+    }
+
+    /// Versions recorded as applied, ascending (empty before the first
+    /// migration). Used by `status` and by tests after up/down/up.
+    pub async fn applied_migrations(&self) -> Result<Vec<i64>> {
+        let exists = self.tables().await?.iter().any(|t| t == "_sqlx_migrations");
+        if !exists {
+            return Ok(Vec::new());
+        }
+        const SQL: &str = "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";
+        Ok(match &self.db {
+            Db::Pg(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await?,
+            Db::Lite(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await?,
+        })
+    }
+
+    /// Names of the tables in the current schema (PostgreSQL) or file
+    /// (SQLite), sorted. Lets `status` and the tests see what the migrations
+    /// created or removed without SQL outside this module.
+    pub async fn tables(&self) -> Result<Vec<String>> {
+        Ok(match &self.db {
+            Db::Pg(pool) => {
+                sqlx::query_scalar(
+                    "SELECT table_name::text FROM information_schema.tables \
+                     WHERE table_schema = current_schema() ORDER BY 1",
+                )
+                .fetch_all(pool)
+                .await?
+            }
+            Db::Lite(pool) => {
+                sqlx::query_scalar(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') \
+                     AND name NOT LIKE 'sqlite_%' ORDER BY 1",
+                )
+                .fetch_all(pool)
+                .await?
+            }
+        })
+    }
+
+    /// Wakes every worker listening on [`WAKE_CHANNEL`] (PostgreSQL). A no-op
+    /// on SQLite, where the worker is in the same process and is signalled
+    /// in memory by the caller.
+    pub async fn notify_wake(&self) -> Result<()> {
+        if let Db::Pg(pool) = &self.db {
+            sqlx::query("SELECT pg_notify($1, '')")
+                .bind(WAKE_CHANNEL)
+                .execute(pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Closes the pool, waiting for checked-out connections (graceful shutdown).
+    pub async fn close(&self) {
+        match &self.db {
+            Db::Pg(pool) => pool.close().await,
+            Db::Lite(pool) => pool.close().await,
+        }
+    }
+}
+
+/// Parses a UUID from outside input (a path segment, a JSON field).
+///
+/// This is the parse boundary: a malformed id becomes
+/// [`StoreError::InvalidUuid`] (a 4xx for the API) before any query runs.
+/// Accepts the forms `uuid` accepts (hyphenated, simple, braced, URN).
+pub fn parse_uuid(text: &str) -> Result<Uuid> {
+    Uuid::parse_str(text.trim()).map_err(|_| StoreError::InvalidUuid(text.to_owned()))
+}
+
+/// Truncates a time to microseconds, the precision both backends store, so
+/// that what a caller writes and what it reads back compare equal.
+pub(crate) fn trunc(t: OffsetDateTime) -> OffsetDateTime {
+    let micros = t.nanosecond() / 1_000;
+    t.replace_nanosecond(micros * 1_000).unwrap_or(t)
+}
+
+/// A time as SQLite stores it: microseconds since the Unix epoch, UTC.
+pub(crate) fn micros(t: OffsetDateTime) -> i64 {
+    let m = t.unix_timestamp_nanos() / 1_000;
+    i64::try_from(m).unwrap_or(if m < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// The inverse of [`micros`].
+pub(crate) fn from_micros(column: &'static str, m: i64) -> Result<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1_000).map_err(|_| {
+        StoreError::Corrupt {
+            column,
+            value: m.to_string(),
+        }
+    })
+}
+
+/// Removes duplicates while keeping first-seen order, so a caller passing the
+/// same id twice gets the same result as passing it once.
+pub(crate) fn dedup(ids: &[Uuid]) -> Vec<Uuid> {
+    let mut out: Vec<Uuid> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !out.contains(id) {
+            out.push(*id);
+        }
+    }
+    out
+}
+
+/// The ids as a JSON array, the SQLite representation of a UUID list (also
+/// used with `json_each` to pass a list as one bind parameter).
+pub(crate) fn json_ids(ids: &[Uuid]) -> String {
+    let parts: Vec<String> = ids.iter().map(|id| format!("\"{id}\"")).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// SQLite transactions that will write start with `BEGIN IMMEDIATE`: taking
+/// the write lock up front means a read-then-write never fails half way with
+/// `SQLITE_BUSY` (the busy timeout covers the wait instead).
+pub(crate) const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";

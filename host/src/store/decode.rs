@@ -1,0 +1,208 @@
+//! Turning rows of either backend into the store's types.
+//!
+//! The two backends differ only in how a UUID, a time and a UUID list are
+//! represented (see the module docs of [`super`]). [`RowExt`] hides that, so
+//! each row type has one decoder shared by both backends.
+
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::types::{Delivery, Execution, Link, ReadyLink, Turn, Window};
+use super::{from_micros, Result, StoreError};
+
+/// Column access with the backend's representation already undone.
+pub(crate) trait RowExt {
+    fn uuid(&self, col: &'static str) -> Result<Uuid>;
+    fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>>;
+    fn time(&self, col: &'static str) -> Result<OffsetDateTime>;
+    fn opt_time(&self, col: &'static str) -> Result<Option<OffsetDateTime>>;
+    fn text(&self, col: &'static str) -> Result<String>;
+    fn opt_text(&self, col: &'static str) -> Result<Option<String>>;
+    fn int(&self, col: &'static str) -> Result<i32>;
+    fn bigint(&self, col: &'static str) -> Result<i64>;
+    fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>>;
+
+    /// A text column parsed into one of the store's enums.
+    fn parsed<T: std::str::FromStr>(&self, col: &'static str) -> Result<T> {
+        let value = self.text(col)?;
+        value
+            .parse()
+            .map_err(|_| StoreError::Corrupt { column: col, value })
+    }
+
+    /// A nullable text column parsed into one of the store's enums.
+    fn opt_parsed<T: std::str::FromStr>(&self, col: &'static str) -> Result<Option<T>> {
+        match self.opt_text(col)? {
+            None => Ok(None),
+            Some(value) => value
+                .parse()
+                .map(Some)
+                .map_err(|_| StoreError::Corrupt { column: col, value }),
+        }
+    }
+}
+
+impl RowExt for PgRow {
+    fn uuid(&self, col: &'static str) -> Result<Uuid> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>> {
+        Ok(self.try_get(col)?)
+    }
+    fn time(&self, col: &'static str) -> Result<OffsetDateTime> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_time(&self, col: &'static str) -> Result<Option<OffsetDateTime>> {
+        Ok(self.try_get(col)?)
+    }
+    fn text(&self, col: &'static str) -> Result<String> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_text(&self, col: &'static str) -> Result<Option<String>> {
+        Ok(self.try_get(col)?)
+    }
+    fn int(&self, col: &'static str) -> Result<i32> {
+        Ok(self.try_get(col)?)
+    }
+    fn bigint(&self, col: &'static str) -> Result<i64> {
+        Ok(self.try_get(col)?)
+    }
+    fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+/// Parses a stored SQLite UUID (TEXT).
+fn lite_uuid(col: &'static str, value: String) -> Result<Uuid> {
+    Uuid::parse_str(&value).map_err(|_| StoreError::Corrupt { column: col, value })
+}
+
+impl RowExt for SqliteRow {
+    fn uuid(&self, col: &'static str) -> Result<Uuid> {
+        lite_uuid(col, self.try_get(col)?)
+    }
+    fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>> {
+        let value: Option<String> = self.try_get(col)?;
+        value.map(|v| lite_uuid(col, v)).transpose()
+    }
+    fn time(&self, col: &'static str) -> Result<OffsetDateTime> {
+        from_micros(col, self.try_get(col)?)
+    }
+    fn opt_time(&self, col: &'static str) -> Result<Option<OffsetDateTime>> {
+        let value: Option<i64> = self.try_get(col)?;
+        value.map(|v| from_micros(col, v)).transpose()
+    }
+    fn text(&self, col: &'static str) -> Result<String> {
+        Ok(self.try_get(col)?)
+    }
+    fn opt_text(&self, col: &'static str) -> Result<Option<String>> {
+        Ok(self.try_get(col)?)
+    }
+    fn int(&self, col: &'static str) -> Result<i32> {
+        let value: i64 = self.try_get(col)?;
+        i32::try_from(value).map_err(|_| StoreError::Corrupt {
+            column: col,
+            value: value.to_string(),
+        })
+    }
+    fn bigint(&self, col: &'static str) -> Result<i64> {
+        Ok(self.try_get(col)?)
+    }
+    fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>> {
+        let value: String = self.try_get(col)?;
+        serde_json::from_str(&value).map_err(|_| StoreError::Corrupt { column: col, value })
+    }
+}
+
+/// The columns [`window`] reads, in a fixed order for `SELECT`/`RETURNING`.
+pub(crate) const WINDOW_COLS: &str =
+    "session_id, opened_at, expires_at, route, continuations, closed_at, updated_at";
+
+/// Decodes a [`Window`] from a row selecting [`WINDOW_COLS`].
+pub(crate) fn window<R: RowExt>(r: &R) -> Result<Window> {
+    Ok(Window {
+        session_id: r.uuid("session_id")?,
+        opened_at: r.time("opened_at")?,
+        expires_at: r.time("expires_at")?,
+        route: r.parsed("route")?,
+        continuations: r.int("continuations")?,
+        closed_at: r.opt_time("closed_at")?,
+        updated_at: r.time("updated_at")?,
+    })
+}
+
+/// Decodes a [`Delivery`] from a row selecting every ledger column
+/// (see `delivery_cols!` in `deliveries.rs`).
+pub(crate) fn delivery<R: RowExt>(r: &R) -> Result<Delivery> {
+    Ok(Delivery {
+        id: r.uuid("id")?,
+        session_id: r.uuid("session_id")?,
+        kind: r.parsed("kind")?,
+        idempotency_key: r.text("idempotency_key")?,
+        execution_ids: r.uuids("execution_ids")?,
+        note: r.text("note")?,
+        policy_revision: r.text("policy_revision")?,
+        state: r.parsed("state")?,
+        attempts: r.int("attempts")?,
+        next_attempt_at: r.time("next_attempt_at")?,
+        lease_owner: r.opt_text("lease_owner")?,
+        lease_expires_at: r.opt_time("lease_expires_at")?,
+        last_error: r.opt_text("last_error")?,
+        created_at: r.time("created_at")?,
+        delivered_at: r.opt_time("delivered_at")?,
+        updated_at: r.time("updated_at")?,
+    })
+}
+
+/// Decodes a [`Link`] from a row of the link table left-joined with
+/// `executions` (`e.status AS execution_status`).
+pub(crate) fn link<R: RowExt>(r: &R) -> Result<Link> {
+    Ok(Link {
+        execution_id: r.uuid("execution_id")?,
+        session_id: r.uuid("session_id")?,
+        created_at: r.time("created_at")?,
+        continued_at: r.opt_time("continued_at")?,
+        delivery_id: r.opt_uuid("delivery_id")?,
+        outcome: r.opt_parsed("outcome")?,
+        reason: r.opt_text("reason")?,
+        execution_status: r.opt_text("execution_status")?,
+    })
+}
+
+/// Decodes a [`ReadyLink`] (the pending-links query).
+pub(crate) fn ready_link<R: RowExt>(r: &R) -> Result<ReadyLink> {
+    Ok(ReadyLink {
+        execution_id: r.uuid("execution_id")?,
+        session_id: r.uuid("session_id")?,
+        linked_at: r.time("created_at")?,
+        status: r.text("status")?,
+        result: r.text("result")?,
+        updated_at: r.time("updated_at")?,
+        finished_at: r.opt_time("finished_at")?,
+    })
+}
+
+/// Decodes an [`Execution`].
+pub(crate) fn execution<R: RowExt>(r: &R) -> Result<Execution> {
+    Ok(Execution {
+        id: r.uuid("id")?,
+        status: r.text("status")?,
+        result: r.text("result")?,
+        updated_at: r.time("updated_at")?,
+        finished_at: r.opt_time("finished_at")?,
+    })
+}
+
+/// Decodes a [`Turn`].
+pub(crate) fn turn<R: RowExt>(r: &R) -> Result<Turn> {
+    Ok(Turn {
+        id: r.bigint("id")?,
+        session_id: r.uuid("session_id")?,
+        role: r.parsed("role")?,
+        content: r.text("content")?,
+        created_at: r.time("created_at")?,
+    })
+}

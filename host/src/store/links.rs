@@ -1,0 +1,352 @@
+//! Links between executions and sessions: create, list, drop.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::decode;
+use super::types::{
+    DeliveryKind, DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot,
+};
+use super::{dedup, json_ids, micros, trunc, Db, Result, Store, SQLITE_BEGIN};
+
+/// Link columns joined with the execution's status (alias `l` / `e`).
+pub(crate) const LINK_COLS: &str = "l.execution_id, l.session_id, l.created_at, l.continued_at, \
+     l.delivery_id, l.outcome, l.reason, e.status AS execution_status";
+
+/// Pending-links query columns (alias `l` / `e`).
+const READY_COLS: &str = "l.execution_id, l.session_id, l.created_at, \
+     e.status, e.result, e.updated_at, e.finished_at";
+
+impl Store {
+    /// Links executions to the session whose tool result mentioned them.
+    ///
+    /// Idempotent and first-link-wins: an id already linked to this session
+    /// is reported in `already_linked`; one linked to another session is
+    /// left there and reported in `already_linked_elsewhere` (a link never
+    /// moves). Duplicate ids in the input count once. One transaction, so a
+    /// failure links none of them. `now` becomes the link's `created_at`,
+    /// the order in which the worker looks at links.
+    pub async fn link(
+        &self,
+        session_id: Uuid,
+        execution_ids: &[Uuid],
+        now: OffsetDateTime,
+    ) -> Result<LinkOutcome> {
+        let now = trunc(now);
+        let mut out = LinkOutcome::default();
+        match &self.db {
+            Db::Pg(pool) => {
+                let mut tx = pool.begin().await?;
+                for id in dedup(execution_ids) {
+                    let inserted = sqlx::query(
+                        "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
+                         VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO NOTHING",
+                    )
+                    .bind(id)
+                    .bind(session_id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if inserted == 1 {
+                        out.linked.push(id);
+                        continue;
+                    }
+                    let owner: Uuid = sqlx::query_scalar(
+                        "SELECT session_id FROM nomos_plan_executions WHERE execution_id = $1",
+                    )
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    classify(&mut out, id, session_id, owner);
+                }
+                tx.commit().await?;
+            }
+            Db::Lite(pool) => {
+                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
+                for id in dedup(execution_ids) {
+                    let inserted = sqlx::query(
+                        "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
+                         VALUES (?1, ?2, ?3) ON CONFLICT (execution_id) DO NOTHING",
+                    )
+                    .bind(id.to_string())
+                    .bind(session_id.to_string())
+                    .bind(micros(now))
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if inserted == 1 {
+                        out.linked.push(id);
+                        continue;
+                    }
+                    let owner: String = sqlx::query_scalar(
+                        "SELECT session_id FROM nomos_plan_executions WHERE execution_id = ?1",
+                    )
+                    .bind(id.to_string())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let owner =
+                        uuid::Uuid::parse_str(&owner).map_err(|_| super::StoreError::Corrupt {
+                            column: "session_id",
+                            value: owner,
+                        })?;
+                    classify(&mut out, id, session_id, owner);
+                }
+                tx.commit().await?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The worker's poll: links neither settled nor planned whose execution
+    /// has a row in `executions`, joined with that row, in link order
+    /// `(created_at, execution_id)`, at most `limit`.
+    ///
+    /// Served by the seed's partial index `idx_nomos_plan_exec_pending`, so
+    /// its cost depends on the number of unsettled links, not on history
+    /// (see BENCHMARKS.md). Statuses are returned raw: the policy decides
+    /// what is terminal. Pass the [`ReadyLink::cursor`] of the last row as
+    /// `after` to read the next page; links still running otherwise fill
+    /// every page. Links whose execution has not reported yet are not
+    /// returned (there is nothing to decide).
+    pub async fn pending_links_ready(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+    ) -> Result<Vec<ReadyLink>> {
+        match (&self.db, after) {
+            (Db::Pg(pool), None) => {
+                let sql = format!(
+                    "SELECT {READY_COLS} FROM nomos_plan_executions l \
+                     JOIN executions e ON e.id = l.execution_id \
+                     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+                     ORDER BY l.created_at, l.execution_id LIMIT $1"
+                );
+                let rows = sqlx::query(&sql).bind(limit).fetch_all(pool).await?;
+                rows.iter().map(decode::ready_link).collect()
+            }
+            (Db::Pg(pool), Some(c)) => {
+                let sql = format!(
+                    "SELECT {READY_COLS} FROM nomos_plan_executions l \
+                     JOIN executions e ON e.id = l.execution_id \
+                     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+                       AND l.created_at >= $1 AND (l.created_at, l.execution_id) > ($1, $2) \
+                     ORDER BY l.created_at, l.execution_id LIMIT $3"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(c.linked_at)
+                    .bind(c.execution_id)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(decode::ready_link).collect()
+            }
+            (Db::Lite(pool), after) => {
+                let (at, id) = match after {
+                    Some(c) => (micros(c.linked_at), c.execution_id.to_string()),
+                    None => (i64::MIN, String::new()),
+                };
+                let sql = format!(
+                    "SELECT {READY_COLS} FROM nomos_plan_executions l \
+                     JOIN executions e ON e.id = l.execution_id \
+                     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+                       AND l.created_at >= ?1 AND (l.created_at, l.execution_id) > (?1, ?2) \
+                     ORDER BY l.created_at, l.execution_id LIMIT ?3"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(at)
+                    .bind(id)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(decode::ready_link).collect()
+            }
+        }
+    }
+
+    /// The session's unsettled links (pending or planned), oldest first, with
+    /// their execution's status if it has reported. For the decision input
+    /// ("still running") and for the API.
+    pub async fn pending_links_for_session(&self, session_id: Uuid) -> Result<Vec<Link>> {
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+                     LEFT JOIN executions e ON e.id = l.execution_id \
+                     WHERE l.session_id = $1 AND l.continued_at IS NULL \
+                     ORDER BY l.created_at, l.execution_id"
+                );
+                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
+                rows.iter().map(decode::link).collect()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+                     LEFT JOIN executions e ON e.id = l.execution_id \
+                     WHERE l.session_id = ?1 AND l.continued_at IS NULL \
+                     ORDER BY l.created_at, l.execution_id"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(decode::link).collect()
+            }
+        }
+    }
+
+    /// What the policy's decision input needs about a session at `now`: its
+    /// window, whether it is open, the loop-guard count, and the executions
+    /// still running.
+    ///
+    /// `is_terminal` is the policy's classifier (the store does not know which
+    /// status strings are terminal); an unsettled link whose execution has not
+    /// reported, or reported a non-terminal status, is "still running".
+    /// Two reads, not one snapshot: the result is advisory input for the
+    /// policy; the hard checks happen again in [`Store::plan_continuation`].
+    pub async fn session_snapshot(
+        &self,
+        session_id: Uuid,
+        now: OffsetDateTime,
+        is_terminal: &(dyn Fn(&str) -> bool + Send + Sync),
+    ) -> Result<SessionSnapshot> {
+        let window = self.window(session_id).await?;
+        let links = self.pending_links_for_session(session_id).await?;
+        let still_running = links
+            .iter()
+            .filter(|l| match &l.execution_status {
+                None => true,
+                Some(status) => !is_terminal(status),
+            })
+            .map(|l| l.execution_id)
+            .collect();
+        Ok(SessionSnapshot {
+            session_id,
+            window_open: window.as_ref().is_some_and(|w| w.is_open_at(now)),
+            continuations_in_window: window.as_ref().map_or(0, |w| w.continuations),
+            window,
+            still_running,
+        })
+    }
+
+    /// Settles links as dropped (the policy or a host guard decided not to
+    /// continue them) and records at most one notice about it.
+    ///
+    /// Only links of `session_id` that are still pending (not settled, not
+    /// planned) are dropped; the others are left alone and not reported.
+    /// The notice (kind `notice`, `execution_ids` = the links dropped by this
+    /// call) is written only if this call dropped something, and at most once
+    /// per idempotency key: a repeat with the same key writes nothing. One
+    /// transaction: the links and the notice change together or not at all.
+    pub async fn drop_links(
+        &self,
+        session_id: Uuid,
+        execution_ids: &[Uuid],
+        reason: &str,
+        notice: Option<Notice<'_>>,
+        now: OffsetDateTime,
+    ) -> Result<DropOutcome> {
+        let now = trunc(now);
+        let ids = dedup(execution_ids);
+        let mut out = DropOutcome::default();
+        match &self.db {
+            Db::Pg(pool) => {
+                let mut tx = pool.begin().await?;
+                out.dropped = sqlx::query_scalar(
+                    "UPDATE nomos_plan_executions \
+                     SET continued_at = $1, outcome = 'dropped', reason = $2 \
+                     WHERE session_id = $3 AND execution_id = ANY($4) \
+                       AND continued_at IS NULL AND delivery_id IS NULL \
+                     RETURNING execution_id",
+                )
+                .bind(now)
+                .bind(reason)
+                .bind(session_id)
+                .bind(&ids)
+                .fetch_all(&mut *tx)
+                .await?;
+                order_like(&mut out.dropped, &ids);
+                if let (Some(n), false) = (notice, out.dropped.is_empty()) {
+                    out.notice = sqlx::query_scalar(
+                        "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, \
+                           execution_ids, note, policy_revision, state, attempts, \
+                           next_attempt_at, created_at, updated_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8) \
+                         ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+                    )
+                    .bind(Uuid::new_v4())
+                    .bind(session_id)
+                    .bind(DeliveryKind::Notice.as_str())
+                    .bind(n.idempotency_key)
+                    .bind(&out.dropped)
+                    .bind(n.message)
+                    .bind(n.policy_revision)
+                    .bind(now)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+            }
+            Db::Lite(pool) => {
+                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
+                let dropped: Vec<String> = sqlx::query_scalar(
+                    "UPDATE nomos_plan_executions \
+                     SET continued_at = ?1, outcome = 'dropped', reason = ?2 \
+                     WHERE session_id = ?3 \
+                       AND execution_id IN (SELECT value FROM json_each(?4)) \
+                       AND continued_at IS NULL AND delivery_id IS NULL \
+                     RETURNING execution_id",
+                )
+                .bind(micros(now))
+                .bind(reason)
+                .bind(session_id.to_string())
+                .bind(json_ids(&ids))
+                .fetch_all(&mut *tx)
+                .await?;
+                out.dropped = ids
+                    .iter()
+                    .copied()
+                    .filter(|id| dropped.contains(&id.to_string()))
+                    .collect();
+                if let (Some(n), false) = (notice, out.dropped.is_empty()) {
+                    let id = Uuid::new_v4();
+                    let inserted = sqlx::query(
+                        "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, \
+                           execution_ids, note, policy_revision, state, attempts, \
+                           next_attempt_at, created_at, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8, ?8) \
+                         ON CONFLICT (idempotency_key) DO NOTHING",
+                    )
+                    .bind(id.to_string())
+                    .bind(session_id.to_string())
+                    .bind(DeliveryKind::Notice.as_str())
+                    .bind(n.idempotency_key)
+                    .bind(json_ids(&out.dropped))
+                    .bind(n.message)
+                    .bind(n.policy_revision)
+                    .bind(micros(now))
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    out.notice = (inserted == 1).then_some(id);
+                }
+                tx.commit().await?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Sorts `which` into the order the ids appear in `order` (the caller's).
+fn order_like(which: &mut [Uuid], order: &[Uuid]) {
+    which.sort_by_key(|id| order.iter().position(|o| o == id).unwrap_or(usize::MAX));
+}
+
+/// Files an id that was already linked under the right heading.
+fn classify(out: &mut LinkOutcome, id: Uuid, session_id: Uuid, owner: Uuid) {
+    if owner == session_id {
+        out.already_linked.push(id);
+    } else {
+        out.already_linked_elsewhere.push((id, owner));
+    }
+}

@@ -1,0 +1,80 @@
+//! Chat turns for the built-in `chatWith` adapter.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::decode;
+use super::types::{Role, Turn};
+use super::{micros, trunc, Db, Result, Store};
+
+const COLS: &str = "id, session_id, role, content, created_at";
+
+impl Store {
+    /// Appends a real turn (the operator's message or the agent's reply) to a
+    /// session's history. The continuation note is never stored here: it is
+    /// injected after the replayed history and would otherwise pose as the
+    /// operator on the next replay.
+    pub async fn append_turn(
+        &self,
+        session_id: Uuid,
+        role: Role,
+        content: &str,
+        now: OffsetDateTime,
+    ) -> Result<Turn> {
+        let now = trunc(now);
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
+                     VALUES ($1, $2, $3, $4) RETURNING {COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id)
+                    .bind(role.as_str())
+                    .bind(content)
+                    .bind(now)
+                    .fetch_one(pool)
+                    .await?;
+                decode::turn(&row)
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
+                     VALUES (?1, ?2, ?3, ?4) RETURNING {COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .bind(role.as_str())
+                    .bind(content)
+                    .bind(micros(now))
+                    .fetch_one(pool)
+                    .await?;
+                decode::turn(&row)
+            }
+        }
+    }
+
+    /// A session's history in the order it happened (by id; empty for an
+    /// unknown session).
+    pub async fn turns(&self, session_id: Uuid) -> Result<Vec<Turn>> {
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "SELECT {COLS} FROM nomos_chat_turns WHERE session_id = $1 ORDER BY id"
+                );
+                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
+                rows.iter().map(decode::turn).collect()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "SELECT {COLS} FROM nomos_chat_turns WHERE session_id = ?1 ORDER BY id"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(decode::turn).collect()
+            }
+        }
+    }
+}

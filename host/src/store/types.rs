@@ -1,0 +1,490 @@
+//! Row types and small enums the store returns.
+//!
+//! They are plain data (with `Serialize`, times as RFC 3339) so the API can
+//! return them as JSON without a second set of types.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::StoreError;
+
+/// Declares a string-backed enum whose text is what the migrations' CHECK
+/// constraints allow, with `as_str`, `Display` and `FromStr`.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident, $field:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// The text stored in the database and used on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = StoreError;
+
+            /// Exact, lowercase match; anything else is
+            /// [`StoreError::InvalidValue`].
+            fn from_str(s: &str) -> Result<Self, StoreError> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    other => Err(StoreError::InvalidValue {
+                        field: $field,
+                        reason: format!("unknown value {other:?}"),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+text_enum!(
+    /// How the operator approved: every route opens the same window.
+    Route, "route" {
+        /// The approve button in the UI.
+        Button => "button",
+        /// Assent typed in the chat ("go ahead").
+        Chat => "chat",
+        /// `POST /v1/sessions/{id}/approvals`.
+        Api => "api",
+    }
+);
+
+text_enum!(
+    /// Who spoke a chat turn.
+    Role, "role" {
+        /// The system prompt.
+        System => "system",
+        /// The operator.
+        User => "user",
+        /// The agent.
+        Assistant => "assistant",
+    }
+);
+
+text_enum!(
+    /// What a ledger row delivers.
+    DeliveryKind, "kind" {
+        /// A re-invocation of the agent with a note about finished executions.
+        Continuation => "continuation",
+        /// A visible notice that results were dropped (no window, loop cap).
+        Notice => "notice",
+    }
+);
+
+text_enum!(
+    /// Where a ledger row is in its life.
+    DeliveryState, "state" {
+        /// Waiting to be claimed and delivered (possibly after a failed attempt).
+        Pending => "pending",
+        /// Delivered; final.
+        Delivered => "delivered",
+        /// Gave up after the retry budget; final and visible.
+        Failed => "failed",
+    }
+);
+
+text_enum!(
+    /// How a link was settled (column `outcome` of `nomos_plan_executions`).
+    Settlement, "outcome" {
+        /// Its result was fed back to the agent.
+        Continued => "continued",
+        /// Not fed back, on purpose (no open window, loop cap, policy).
+        Dropped => "dropped",
+        /// Its continuation gave up after the retry budget.
+        Failed => "failed",
+    }
+);
+
+/// Where a link is, derived from its columns (for the API and the worker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    /// Linked, not yet folded into a continuation.
+    Pending,
+    /// Folded into a continuation that has not been delivered yet.
+    Planned,
+    /// Settled: fed back to the agent.
+    Continued,
+    /// Settled: dropped.
+    Dropped,
+    /// Settled: its continuation failed.
+    Failed,
+}
+
+/// A session's assent window (table `nomos_assent_windows`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// The chat session.
+    pub session_id: Uuid,
+    /// When the current window was opened; kept when an approval extends it.
+    #[serde(with = "time::serde::rfc3339")]
+    pub opened_at: OffsetDateTime,
+    /// The window is open strictly before this instant. A denial sets it to
+    /// the denial time, so a closed window is also not open by times alone.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// The route of the latest approval.
+    pub route: Route,
+    /// Continuations planned in this window (the loop guard's counter).
+    pub continuations: i32,
+    /// Set by a denial.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub closed_at: Option<OffsetDateTime>,
+    /// Last change.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl Window {
+    /// Open at `now`: `opened_at <= now < expires_at` and not closed. The
+    /// same rule the default policy and [`super::Store::plan_continuation`] use.
+    pub fn is_open_at(&self, now: OffsetDateTime) -> bool {
+        self.closed_at.is_none() && self.opened_at <= now && now < self.expires_at
+    }
+}
+
+/// What [`super::Store::link`] did with each id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LinkOutcome {
+    /// Newly linked to the session by this call.
+    pub linked: Vec<Uuid>,
+    /// Already linked to this same session before (idempotent repeat).
+    pub already_linked: Vec<Uuid>,
+    /// Already linked to another session: `(execution_id, owning session)`.
+    /// The first link wins and is left alone.
+    pub already_linked_elsewhere: Vec<(Uuid, Uuid)>,
+}
+
+/// An unsettled, unplanned link whose execution has a row in `executions`:
+/// the worker's input. The status is raw text; the policy decides whether it
+/// is terminal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReadyLink {
+    /// The execution.
+    pub execution_id: Uuid,
+    /// The session it is linked to.
+    pub session_id: Uuid,
+    /// When the link was made (the ordering key).
+    #[serde(with = "time::serde::rfc3339")]
+    pub linked_at: OffsetDateTime,
+    /// `executions.status`, as reported.
+    pub status: String,
+    /// `executions.result`.
+    pub result: String,
+    /// `executions.updated_at`.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    /// `executions.finished_at`.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+impl ReadyLink {
+    /// The keyset cursor to continue after this row.
+    pub fn cursor(&self) -> PendingCursor {
+        PendingCursor {
+            linked_at: self.linked_at,
+            execution_id: self.execution_id,
+        }
+    }
+}
+
+/// Keyset position in the pending-links order `(linked_at, execution_id)`.
+///
+/// Why a cursor: links whose executions are still running stay pending, so a
+/// plain `LIMIT` would return the same running ones on every poll and starve
+/// the finished ones behind them. The worker pages through with the cursor of
+/// the last row until a page comes back short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingCursor {
+    /// `created_at` of the last row seen.
+    pub linked_at: OffsetDateTime,
+    /// `execution_id` of the last row seen.
+    pub execution_id: Uuid,
+}
+
+/// One link with its state, for the API and the worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Link {
+    /// The execution.
+    pub execution_id: Uuid,
+    /// The session.
+    pub session_id: Uuid,
+    /// When linked.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When settled (whatever the outcome).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub continued_at: Option<OffsetDateTime>,
+    /// The continuation it is folded into, if planned.
+    pub delivery_id: Option<Uuid>,
+    /// How it was settled.
+    pub outcome: Option<Settlement>,
+    /// Why it was dropped or failed.
+    pub reason: Option<String>,
+    /// `executions.status`, if the execution has reported yet.
+    pub execution_status: Option<String>,
+}
+
+impl Link {
+    /// The state derived from the columns.
+    pub fn state(&self) -> LinkState {
+        match (self.outcome, self.delivery_id) {
+            (Some(Settlement::Continued), _) => LinkState::Continued,
+            (Some(Settlement::Dropped), _) => LinkState::Dropped,
+            (Some(Settlement::Failed), _) => LinkState::Failed,
+            (None, Some(_)) => LinkState::Planned,
+            (None, None) => LinkState::Pending,
+        }
+    }
+}
+
+/// What the policy's decision input needs about a session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionSnapshot {
+    /// The session.
+    pub session_id: Uuid,
+    /// Its window row, open or not (`None` if never approved).
+    pub window: Option<Window>,
+    /// Whether that window is open at the `now` passed in.
+    pub window_open: bool,
+    /// The window's continuation count (0 without a window).
+    pub continuations_in_window: i32,
+    /// Unsettled links whose execution has not reported a terminal status
+    /// (per the caller's classifier) or has not reported at all, in link
+    /// order: "do not start them again".
+    pub still_running: Vec<Uuid>,
+}
+
+/// One row of the ledger (`nomos_deliveries`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Delivery {
+    /// Row id.
+    pub id: Uuid,
+    /// The session re-invoked or notified.
+    pub session_id: Uuid,
+    /// Continuation or notice.
+    pub kind: DeliveryKind,
+    /// Sent with every attempt so the runtime can de-duplicate redeliveries.
+    pub idempotency_key: String,
+    /// The executions this row is about.
+    pub execution_ids: Vec<Uuid>,
+    /// The note (continuation) or message (notice).
+    pub note: String,
+    /// The policy revision (hash) that decided.
+    pub policy_revision: String,
+    /// Pending, delivered or failed.
+    pub state: DeliveryState,
+    /// Failed attempts so far.
+    pub attempts: i32,
+    /// Not claimable before this.
+    #[serde(with = "time::serde::rfc3339")]
+    pub next_attempt_at: OffsetDateTime,
+    /// The worker holding the lease, if any.
+    pub lease_owner: Option<String>,
+    /// When that lease lapses and the row becomes claimable again.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub lease_expires_at: Option<OffsetDateTime>,
+    /// The last attempt's error.
+    pub last_error: Option<String>,
+    /// When planned.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When delivered.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub delivered_at: Option<OffsetDateTime>,
+    /// Last change.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// The arguments of [`super::Store::plan_continuation`].
+#[derive(Clone, Copy, Debug)]
+pub struct ContinuationPlan<'a> {
+    /// The session to re-invoke.
+    pub session_id: Uuid,
+    /// Its finished executions folded into this one note (not empty).
+    pub execution_ids: &'a [Uuid],
+    /// The note the policy formatted.
+    pub note: &'a str,
+    /// The active policy revision (hash).
+    pub policy_revision: &'a str,
+    /// Unique per continuation; a repeat returns [`PlanOutcome::AlreadyPlanned`].
+    pub idempotency_key: &'a str,
+    /// The host's hard cap on continuations per window, whatever the policy says.
+    pub hard_cap: i32,
+}
+
+/// The result of [`super::Store::plan_continuation`]. Every variant but
+/// `Planned` means nothing was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanOutcome {
+    /// The pending continuation was written, its links point at it, and the
+    /// window's count went up by one.
+    Planned(Delivery),
+    /// A delivery with this idempotency key already exists (a retried plan).
+    AlreadyPlanned(Delivery),
+    /// The session has never been approved.
+    NoWindow,
+    /// The window is closed or expired at `now`.
+    WindowClosed,
+    /// The window already holds `continuations >= hard_cap`.
+    CapReached {
+        /// The count found.
+        continuations: i32,
+    },
+    /// Another continuation of this session is still pending.
+    SessionBusy {
+        /// That delivery.
+        in_flight: Uuid,
+    },
+    /// These links are not (or no longer) available: unknown, of another
+    /// session, already planned or already settled.
+    LinkTaken {
+        /// The ids that could not be taken.
+        unavailable: Vec<Uuid>,
+    },
+}
+
+/// A notice to record with [`super::Store::drop_links`].
+#[derive(Clone, Copy, Debug)]
+pub struct Notice<'a> {
+    /// Unique; a repeat is not recorded twice.
+    pub idempotency_key: &'a str,
+    /// What the operator or agent is told.
+    pub message: &'a str,
+    /// The policy revision that decided to drop.
+    pub policy_revision: &'a str,
+}
+
+/// The result of [`super::Store::drop_links`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropOutcome {
+    /// Links settled as dropped by this call.
+    pub dropped: Vec<Uuid>,
+    /// The notice row written by this call, if any.
+    pub notice: Option<Uuid>,
+}
+
+/// The result of [`super::Store::fail_delivery_attempt`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// Recorded; the row is claimable again at `next_attempt_at`.
+    Retry {
+        /// Failed attempts so far.
+        attempts: i32,
+        /// When it may be claimed again.
+        next_attempt_at: OffsetDateTime,
+    },
+    /// The budget is spent: the row is `failed` and, for a continuation, its
+    /// links are settled with outcome `failed`.
+    GaveUp {
+        /// Failed attempts in total.
+        attempts: i32,
+    },
+    /// The caller no longer holds the lease; nothing changed.
+    LeaseLost,
+}
+
+/// A row of `executions`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Execution {
+    /// The execution.
+    pub id: Uuid,
+    /// Raw status text as reported.
+    pub status: String,
+    /// Result text (output or error).
+    pub result: String,
+    /// Last report.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    /// First report that said "finished".
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+/// A stored chat turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Turn {
+    /// Monotonic id; orders the turns of a session.
+    pub id: i64,
+    /// The session.
+    pub session_id: Uuid,
+    /// Who spoke.
+    pub role: Role,
+    /// What was said.
+    pub content: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A stored policy revision, without its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PolicyRevision {
+    /// SHA-256 of the wasm, lowercase hex.
+    pub hash: String,
+    /// Name the policy declares.
+    pub name: String,
+    /// Version the policy declares.
+    pub version: String,
+    /// When saved.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// The active policy with its bytes, ready to compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActivePolicy {
+    /// SHA-256 of the wasm, lowercase hex.
+    pub hash: String,
+    /// The component.
+    pub wasm: Vec<u8>,
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// When it became active.
+    pub activated_at: OffsetDateTime,
+}
+
+/// Everything `GET /v1/sessions/{id}` shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    /// The session.
+    pub session_id: Uuid,
+    /// Its window, if ever approved.
+    pub window: Option<Window>,
+    /// All its links, oldest first.
+    pub links: Vec<Link>,
+    /// Its ledger, newest first.
+    pub deliveries: Vec<Delivery>,
+}
+
+impl SessionSummary {
+    /// True when the store knows nothing about the session. An unknown
+    /// session is not an error: it is an empty summary, and the API decides
+    /// whether that is a 404.
+    pub fn is_empty(&self) -> bool {
+        self.window.is_none() && self.links.is_empty() && self.deliveries.is_empty()
+    }
+}

@@ -1,0 +1,155 @@
+//! Assent windows: approve (open or extend), deny (close), read.
+
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::decode::{self, WINDOW_COLS};
+use super::types::{Route, Window};
+use super::{micros, trunc, Db, Result, Store, StoreError, MAX_WINDOW};
+
+impl Store {
+    /// Records an approval by any route: opens the session's assent window or
+    /// extends the open one.
+    ///
+    /// - `duration` must be in `(0, 30 min]` ([`MAX_WINDOW`]), else
+    ///   [`StoreError::InvalidDuration`] and nothing is written. This is the
+    ///   one place the 30-minute bound is enforced (a CHECK cannot express
+    ///   extension).
+    /// - If the window is open at `now` (`opened_at <= now < expires_at`, not
+    ///   closed) it is **extended**: `expires_at` becomes the later of its
+    ///   current value and `now + duration` (a short approval never shortens
+    ///   a longer one); `opened_at` and the continuation count are kept, so
+    ///   approving again does not reset the loop guard.
+    /// - Otherwise (never approved, expired, denied) a **new** window starts:
+    ///   `opened_at = now`, `expires_at = now + duration`, count 0.
+    ///
+    /// One statement (an upsert), so concurrent approvals cannot interleave.
+    /// Returns the window as stored.
+    pub async fn approve(
+        &self,
+        session_id: Uuid,
+        route: Route,
+        now: OffsetDateTime,
+        duration: Duration,
+    ) -> Result<Window> {
+        if duration <= Duration::ZERO || duration > MAX_WINDOW {
+            return Err(StoreError::InvalidDuration(duration));
+        }
+        let now = trunc(now);
+        let expires = trunc(now + duration);
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_assent_windows AS w \
+                       (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, 0, NULL, $2) \
+                     ON CONFLICT (session_id) DO UPDATE SET \
+                       opened_at = CASE WHEN {open} THEN w.opened_at ELSE EXCLUDED.opened_at END, \
+                       expires_at = CASE WHEN {open} THEN GREATEST(w.expires_at, EXCLUDED.expires_at) \
+                                    ELSE EXCLUDED.expires_at END, \
+                       continuations = CASE WHEN {open} THEN w.continuations ELSE 0 END, \
+                       route = EXCLUDED.route, closed_at = NULL, updated_at = EXCLUDED.updated_at \
+                     RETURNING {WINDOW_COLS}",
+                    open = "(w.closed_at IS NULL AND w.opened_at <= $2 AND w.expires_at > $2)"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id)
+                    .bind(now)
+                    .bind(expires)
+                    .bind(route.as_str())
+                    .fetch_one(pool)
+                    .await?;
+                decode::window(&row)
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_assent_windows AS w \
+                       (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, 0, NULL, ?2) \
+                     ON CONFLICT (session_id) DO UPDATE SET \
+                       opened_at = CASE WHEN {open} THEN w.opened_at ELSE excluded.opened_at END, \
+                       expires_at = CASE WHEN {open} THEN MAX(w.expires_at, excluded.expires_at) \
+                                    ELSE excluded.expires_at END, \
+                       continuations = CASE WHEN {open} THEN w.continuations ELSE 0 END, \
+                       route = excluded.route, closed_at = NULL, updated_at = excluded.updated_at \
+                     RETURNING {WINDOW_COLS}",
+                    open = "(w.closed_at IS NULL AND w.opened_at <= ?2 AND w.expires_at > ?2)"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .bind(micros(now))
+                    .bind(micros(expires))
+                    .bind(route.as_str())
+                    .fetch_one(pool)
+                    .await?;
+                decode::window(&row)
+            }
+        }
+    }
+
+    /// Records a denial: closes the session's open window (`closed_at = now`,
+    /// `expires_at = now`), so nothing more is continued automatically.
+    ///
+    /// **No-op** returning `None` when there is nothing open to close: the
+    /// session was never approved, its window was already denied, or it has
+    /// already expired at `now`. Pending links stay linked; the worker drops
+    /// them (with a notice) when they finish outside a window.
+    pub async fn deny(&self, session_id: Uuid, now: OffsetDateTime) -> Result<Option<Window>> {
+        let now = trunc(now);
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "UPDATE nomos_assent_windows \
+                     SET closed_at = $2, expires_at = $2, updated_at = $2 \
+                     WHERE session_id = $1 AND closed_at IS NULL AND expires_at > $2 \
+                     RETURNING {WINDOW_COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id)
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(decode::window).transpose()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "UPDATE nomos_assent_windows \
+                     SET closed_at = ?2, expires_at = ?2, updated_at = ?2 \
+                     WHERE session_id = ?1 AND closed_at IS NULL AND expires_at > ?2 \
+                     RETURNING {WINDOW_COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .bind(micros(now))
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(decode::window).transpose()
+            }
+        }
+    }
+
+    /// The session's window row, open or not; `None` if never approved.
+    /// Use [`Window::is_open_at`] to ask whether it is open.
+    pub async fn window(&self, session_id: Uuid) -> Result<Option<Window>> {
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql =
+                    format!("SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id = $1");
+                let row = sqlx::query(&sql)
+                    .bind(session_id)
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(decode::window).transpose()
+            }
+            Db::Lite(pool) => {
+                let sql =
+                    format!("SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id = ?1");
+                let row = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(decode::window).transpose()
+            }
+        }
+    }
+}
