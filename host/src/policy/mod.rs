@@ -1,1 +1,61 @@
-//! Policy runtime.
+//! The continuation policy, run as a sandboxed WebAssembly component.
+//!
+//! - `bindings`: the one `bindgen!` for the `continuation-policy` world.
+//! - `sandbox`: the engine (pooling allocator, epoch deadlines, memory cap)
+//!   and the capability-free WASI context.
+//! - `compiled`: one revision, compiled and type-checked once.
+//! - `eval`: one call in a fresh instance, with the answer checked against
+//!   the host's limits.
+//! - `vet`: the checks a candidate passes before activation.
+//! - `runtime`: the active revision, atomic swaps, fall-back on failures.
+//! - `golden`: golden-case files, shared by tests and `policy test`.
+//! - `watch`: hot swap from a watched file.
+
+mod bindings;
+mod compiled;
+mod convert;
+mod eval;
+pub mod golden;
+mod runtime;
+mod sandbox;
+mod vet;
+pub mod watch;
+
+pub use compiled::{Revision, POLICY_EXPORT};
+pub use eval::PolicyFailure;
+pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
+pub use sandbox::Limits;
+pub use vet::Vetting;
+
+/// The default policy, built from `guest/` by the build script.
+pub const BUILTIN_POLICY_WASM: &[u8] = include_bytes!(env!("NOMOS_BUILTIN_POLICY"));
+
+/// Where the build script left the default policy component, for tools
+/// (such as the golden runner) that hand the file to `wasmtime run`.
+pub const BUILTIN_POLICY_PATH: &str = env!("NOMOS_BUILTIN_POLICY");
+
+/// Why a policy could not be loaded or activated.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The engine itself could not be configured.
+    #[error("policy engine: {0}")]
+    Engine(String),
+    /// The bytes are not a component of the `continuation-policy` world.
+    #[error("invalid policy: {0}")]
+    Invalid(String),
+    /// The component loads but failed its checks; each reason is listed.
+    #[error("policy rejected: {}", .0.join("; "))]
+    Rejected(Vec<String>),
+    #[error("cannot read policy {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+}
+
+impl PolicyError {
+    /// Every reason, one per entry, for reports and API error bodies.
+    pub fn reasons(&self) -> Vec<String> {
+        match self {
+            PolicyError::Rejected(reasons) => reasons.clone(),
+            other => vec![other.to_string()],
+        }
+    }
+}

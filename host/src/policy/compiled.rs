@@ -1,0 +1,93 @@
+//! One policy revision, compiled and type-checked once, ready to be
+//! instantiated cheaply for every evaluation.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::Component;
+
+use super::bindings::ContinuationPolicyPre;
+use super::sandbox::Sandbox;
+use super::PolicyError;
+
+/// The interface a policy must export, version included.
+pub const POLICY_EXPORT: &str = "nomos:continuation/policy@0.1.0";
+
+/// Exports this host accepts: the same 0.1 line (for 0.x, the minor is the
+/// compatibility boundary).
+const COMPATIBLE_PREFIX: &str = "nomos:continuation/policy@0.1.";
+
+/// A policy revision: the sha256 of its bytes, in hex. Recorded with every
+/// decision so a ledger row says which policy wrote its note.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Revision(pub String);
+
+impl Revision {
+    pub fn of(bytes: &[u8]) -> Self {
+        Revision(hex::encode(Sha256::digest(bytes)))
+    }
+
+    /// The first 12 hex digits, for logs and summaries.
+    pub fn short(&self) -> &str {
+        &self.0[..self.0.len().min(12)]
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A compiled, type-checked policy.
+pub struct CompiledPolicy {
+    pub revision: Revision,
+    /// Built once per revision: instantiation then skips all linking work.
+    pub(crate) pre: ContinuationPolicyPre<super::sandbox::HostState>,
+}
+
+impl CompiledPolicy {
+    /// Compiles `bytes` and checks them against the `continuation-policy`
+    /// world; a mismatch names what is missing.
+    pub(crate) fn compile(sandbox: &Sandbox, bytes: &[u8]) -> Result<Self, PolicyError> {
+        let revision = Revision::of(bytes);
+        let component = Component::new(&sandbox.engine, bytes)
+            .map_err(|e| PolicyError::Invalid(format!("not a loadable WebAssembly component: {e:#}")))?;
+        check_exports(sandbox, &component)?;
+        let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
+            PolicyError::Invalid(format!("the policy imports something the sandbox does not provide: {e:#}"))
+        })?;
+        let pre = ContinuationPolicyPre::new(instance_pre)
+            .map_err(|e| PolicyError::Invalid(format!("the policy does not match the {POLICY_EXPORT} interface: {e:#}")))?;
+        Ok(Self { revision, pre })
+    }
+}
+
+/// Refuses a component that does not export [`POLICY_EXPORT`], naming what
+/// it exports instead (another version of the contract, another world).
+fn check_exports(sandbox: &Sandbox, component: &Component) -> Result<(), PolicyError> {
+    let ty = component.component_type();
+    let exports: Vec<String> = ty
+        .exports(&sandbox.engine)
+        .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
+        .map(|(name, _)| name.to_string())
+        .collect();
+    if exports.iter().any(|name| name.starts_with(COMPATIBLE_PREFIX)) {
+        return Ok(());
+    }
+    let same_contract: Vec<&String> = exports
+        .iter()
+        .filter(|name| name.starts_with("nomos:continuation/policy"))
+        .collect();
+    let reason = match same_contract.first() {
+        Some(other) => format!(
+            "the policy exports {other}, but this host speaks {POLICY_EXPORT}: rebuild it against wit/ of this host"
+        ),
+        None => format!(
+            "the policy does not export {POLICY_EXPORT} (it exports: {}); is it built for the continuation-policy world?",
+            if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") }
+        ),
+    };
+    Err(PolicyError::Invalid(reason))
+}

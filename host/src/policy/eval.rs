@@ -1,0 +1,189 @@
+//! Calling one compiled policy in a fresh sandbox, and checking its answer
+//! against the host's limits before anyone acts on it.
+
+use nomos_policy_default::extract::is_canonical_uuid;
+use nomos_policy_default::types as t;
+use wasmtime::Store;
+
+use super::bindings::ContinuationPolicy;
+use super::compiled::CompiledPolicy;
+use super::convert;
+use super::sandbox::{HostState, Sandbox};
+
+/// Why a policy call produced no usable answer. The caller falls back to a
+/// conservative result (no automatic continuation) and counts the failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyFailure {
+    /// The call ran past its deadline and was interrupted.
+    #[error("policy ran past its {0} ms deadline")]
+    Timeout(u128),
+    /// The policy asked for more memory than its cap allows.
+    #[error("policy exhausted its memory cap of {0} bytes")]
+    MemoryExhausted(usize),
+    /// The policy trapped (a panic, `unreachable`, an out-of-bounds access).
+    #[error("policy trapped: {0}")]
+    Trap(String),
+    /// The policy answered, but the answer breaks the contract or the host's
+    /// limits (a note over the cap, a non-UUID id, an empty note).
+    #[error("policy answer is malformed: {0}")]
+    Malformed(String),
+    /// The sandbox could not be set up (for example, every pool slot busy).
+    #[error("policy could not be instantiated: {0}")]
+    Instantiate(String),
+    /// The input is over the host's cap; the policy was not called.
+    #[error("input too large for the policy: {0} bytes (limit {1})")]
+    InputTooLarge(usize, usize),
+}
+
+impl PolicyFailure {
+    /// True for failures that are the policy's fault (they count towards
+    /// falling back to the last good revision).
+    pub fn is_policy_fault(&self) -> bool {
+        !matches!(self, PolicyFailure::InputTooLarge(..) | PolicyFailure::Instantiate(_))
+    }
+
+    /// A short label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PolicyFailure::Timeout(_) => "timeout",
+            PolicyFailure::MemoryExhausted(_) => "memory",
+            PolicyFailure::Trap(_) => "trap",
+            PolicyFailure::Malformed(_) => "malformed",
+            PolicyFailure::Instantiate(_) => "instantiate",
+            PolicyFailure::InputTooLarge(..) => "input_too_large",
+        }
+    }
+}
+
+/// Runs `call` on a fresh instance of `policy` and maps every wasmtime
+/// error to a [`PolicyFailure`].
+fn with_instance<T>(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    call: impl FnOnce(&mut Store<HostState>, &ContinuationPolicy) -> wasmtime::Result<T>,
+) -> Result<T, PolicyFailure> {
+    let mut store = sandbox.store();
+    let instance = policy
+        .pre
+        .instantiate(&mut store)
+        .map_err(|e| classify_error(sandbox, &store, &e, true))?;
+    call(&mut store, &instance).map_err(|e| classify_error(sandbox, &store, &e, false))
+}
+
+fn classify_error(sandbox: &Sandbox, store: &Store<HostState>, e: &wasmtime::Error, instantiating: bool) -> PolicyFailure {
+    if store.data().memory_denied() {
+        return PolicyFailure::MemoryExhausted(sandbox.limits.max_memory_bytes);
+    }
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => PolicyFailure::Timeout(sandbox.limits.deadline.as_millis()),
+        Some(_) => PolicyFailure::Trap(format!("{e:#}")),
+        None if instantiating => PolicyFailure::Instantiate(format!("{e:#}")),
+        None => PolicyFailure::Trap(format!("{e:#}")),
+    }
+}
+
+/// The execution ids a tool result names, checked: canonical UUIDs, at most
+/// the host's cap, duplicates removed.
+pub(crate) fn extract_ids(sandbox: &Sandbox, policy: &CompiledPolicy, text: &str) -> Result<Vec<String>, PolicyFailure> {
+    let limit = sandbox.limits.max_text_bytes;
+    if text.len() > limit {
+        return Err(PolicyFailure::InputTooLarge(text.len(), limit));
+    }
+    let ids = with_instance(sandbox, policy, |store, p| {
+        p.nomos_continuation_policy().call_extract_execution_ids(store, text)
+    })?;
+    if ids.len() > sandbox.limits.max_ids {
+        return Err(PolicyFailure::Malformed(format!(
+            "{} ids returned (limit {})",
+            ids.len(),
+            sandbox.limits.max_ids
+        )));
+    }
+    let mut unique: Vec<String> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !is_canonical_uuid(&id) {
+            let shown: String = id.chars().take(64).collect();
+            return Err(PolicyFailure::Malformed(format!("{shown:?} is not a canonical lowercase UUID")));
+        }
+        if !unique.contains(&id) {
+            unique.push(id);
+        }
+    }
+    Ok(unique)
+}
+
+/// Classifies a status string.
+pub(crate) fn classify(sandbox: &Sandbox, policy: &CompiledPolicy, status: &str) -> Result<t::StatusClass, PolicyFailure> {
+    let limit = sandbox.limits.max_text_bytes;
+    if status.len() > limit {
+        return Err(PolicyFailure::InputTooLarge(status.len(), limit));
+    }
+    with_instance(sandbox, policy, |store, p| p.nomos_continuation_policy().call_classify(store, status))
+        .map(convert::status_class)
+}
+
+/// Decides a batch in one sandbox; every decision is checked.
+pub(crate) fn decide_batch(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    inputs: &[t::DecisionInput],
+) -> Result<Vec<t::Decision>, PolicyFailure> {
+    let size: usize = inputs.iter().map(|i| i.execution.result.len() + i.execution.status.len()).sum();
+    let limit = sandbox.limits.max_text_bytes;
+    if size > limit {
+        return Err(PolicyFailure::InputTooLarge(size, limit));
+    }
+    let wit_inputs: Vec<_> = inputs.iter().map(convert::decision_input).collect();
+    let decisions = with_instance(sandbox, policy, |store, p| {
+        p.nomos_continuation_policy().call_decide_batch(store, &wit_inputs)
+    })?;
+    if decisions.len() != inputs.len() {
+        return Err(PolicyFailure::Malformed(format!(
+            "{} decisions for {} inputs",
+            decisions.len(),
+            inputs.len()
+        )));
+    }
+    decisions
+        .into_iter()
+        .map(|d| check_decision(sandbox, convert::decision(d)))
+        .collect()
+}
+
+fn check_decision(sandbox: &Sandbox, decision: t::Decision) -> Result<t::Decision, PolicyFailure> {
+    let limits = &sandbox.limits;
+    match &decision {
+        t::Decision::Continue { note } if note.trim().is_empty() => {
+            Err(PolicyFailure::Malformed("empty note".into()))
+        }
+        t::Decision::Continue { note } if note.len() > limits.max_note_bytes => Err(PolicyFailure::Malformed(
+            format!("note of {} bytes (limit {})", note.len(), limits.max_note_bytes),
+        )),
+        t::Decision::Drop { reason } if reason.len() > limits.max_reason_bytes => Err(PolicyFailure::Malformed(
+            format!("drop reason of {} bytes (limit {})", reason.len(), limits.max_reason_bytes),
+        )),
+        _ => Ok(decision),
+    }
+}
+
+/// The SOUL text, size-checked.
+pub(crate) fn soul(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<String, PolicyFailure> {
+    let soul = with_instance(sandbox, policy, |store, p| p.nomos_continuation_policy().call_soul(store))?;
+    if soul.len() > sandbox.limits.max_soul_bytes {
+        return Err(PolicyFailure::Malformed(format!(
+            "SOUL text of {} bytes (limit {})",
+            soul.len(),
+            sandbox.limits.max_soul_bytes
+        )));
+    }
+    Ok(soul)
+}
+
+/// The policy's name and version, size-checked.
+pub(crate) fn describe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<t::PolicyInfo, PolicyFailure> {
+    let info = with_instance(sandbox, policy, |store, p| p.nomos_continuation_policy().call_describe(store))?;
+    if info.name.len() + info.version.len() + info.contract.len() > 1024 {
+        return Err(PolicyFailure::Malformed("describe() answer over 1 KiB".into()));
+    }
+    Ok(convert::policy_info(info))
+}

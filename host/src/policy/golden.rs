@@ -1,0 +1,186 @@
+//! Golden cases: a policy's answers pinned in files, checked on every
+//! build and before a candidate is activated.
+//!
+//! A golden directory holds one folder per command (`extract-ids`,
+//! `classify`, `decide`, `decide-batch`, `soul`, `describe`). In each, a
+//! case is `NAME.in` (exactly what `wasmtime run policy.wasm COMMAND` reads
+//! on stdin) and either `NAME.out` (exactly what it prints) or `NAME.err`
+//! (the one line it prints on stderr when it exits with status 2). The
+//! typed path below gives the same bytes through the typed exports, so the
+//! two paths can be compared with each other and with the files.
+
+use std::path::{Path, PathBuf};
+
+use nomos_policy_default::cli::{self, CliError, Command, EXIT_BAD_INPUT};
+
+use super::compiled::CompiledPolicy;
+use super::eval;
+use super::sandbox::Sandbox;
+
+/// The commands with a folder in a golden directory, in run order.
+pub const COMMANDS: [&str; 6] = ["extract-ids", "classify", "decide", "decide-batch", "soul", "describe"];
+
+/// What a case expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    /// The exact stdout of a successful run.
+    Stdout(String),
+    /// The stderr line of a run that exits with status 2.
+    Error(String),
+}
+
+/// One golden case.
+#[derive(Debug, Clone)]
+pub struct GoldenCase {
+    /// `COMMAND/NAME`, for reports.
+    pub name: String,
+    pub command: Command,
+    pub input: String,
+    pub expected: Expected,
+    /// The `.in` file, so a runner can feed it to another process and
+    /// `BLESS=1` can rewrite the expectation next to it.
+    pub input_path: PathBuf,
+}
+
+/// What one run of a command printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseOutput {
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Why a golden directory could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GoldenError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}: has neither a .out nor a .err expectation (run with BLESS=1 to create one)")]
+    NoExpectation(PathBuf),
+    #[error("{0} holds no golden cases")]
+    Empty(PathBuf),
+}
+
+fn read(path: &Path) -> Result<String, GoldenError> {
+    std::fs::read_to_string(path).map_err(|source| GoldenError::Io { path: path.to_path_buf(), source })
+}
+
+/// Loads every case under `dir`, sorted by name. With `allow_missing`, a
+/// case without an expectation is loaded with an empty one (for blessing).
+pub fn load_dir(dir: &Path, allow_missing: bool) -> Result<Vec<GoldenCase>, GoldenError> {
+    let mut cases = Vec::new();
+    for command_name in COMMANDS {
+        let folder = dir.join(command_name);
+        if !folder.is_dir() {
+            continue;
+        }
+        let command = Command::parse(command_name).map_err(|e| GoldenError::Io {
+            path: folder.clone(),
+            source: std::io::Error::other(e.0),
+        })?;
+        let entries = std::fs::read_dir(&folder).map_err(|source| GoldenError::Io { path: folder.clone(), source })?;
+        let mut inputs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "in"))
+            .collect();
+        inputs.sort();
+        for input_path in inputs {
+            let out = input_path.with_extension("out");
+            let err = input_path.with_extension("err");
+            let expected = if out.exists() {
+                Expected::Stdout(read(&out)?)
+            } else if err.exists() {
+                Expected::Error(read(&err)?)
+            } else if allow_missing {
+                Expected::Stdout(String::new())
+            } else {
+                return Err(GoldenError::NoExpectation(input_path));
+            };
+            let stem = input_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            cases.push(GoldenCase {
+                name: format!("{command_name}/{stem}"),
+                command,
+                input: read(&input_path)?,
+                expected,
+                input_path,
+            });
+        }
+    }
+    if cases.is_empty() {
+        return Err(GoldenError::Empty(dir.to_path_buf()));
+    }
+    Ok(cases)
+}
+
+/// Runs a case through the typed exports, printing what the guest's own
+/// command line would print.
+pub(crate) fn run_case(sandbox: &Sandbox, policy: &CompiledPolicy, case: &GoldenCase) -> CaseOutput {
+    match typed_output(sandbox, policy, case.command, &case.input) {
+        Ok(stdout) => CaseOutput { exit_code: 0, stdout, stderr: String::new() },
+        Err(e) => CaseOutput { exit_code: EXIT_BAD_INPUT, stdout: String::new(), stderr: format!("{e}\n") },
+    }
+}
+
+fn typed_output(sandbox: &Sandbox, policy: &CompiledPolicy, command: Command, input: &str) -> Result<String, CliError> {
+    let failed = |e: eval::PolicyFailure| CliError(format!("policy failed: {e}"));
+    let json = match command {
+        Command::ExtractIds => cli::to_json(&eval::extract_ids(sandbox, policy, input).map_err(failed)?),
+        Command::Classify => cli::to_json(&eval::classify(sandbox, policy, input).map_err(failed)?),
+        Command::Decide => {
+            let parsed = cli::parse_decision_input(input)?;
+            let decisions = eval::decide_batch(sandbox, policy, std::slice::from_ref(&parsed)).map_err(failed)?;
+            cli::to_json(&decisions[0])
+        }
+        Command::DecideBatch => {
+            let parsed = cli::parse_decision_inputs(input)?;
+            cli::to_json(&eval::decide_batch(sandbox, policy, &parsed).map_err(failed)?)
+        }
+        Command::Soul => return eval::soul(sandbox, policy).map_err(failed),
+        Command::Describe => cli::to_json(&eval::describe(sandbox, policy).map_err(failed)?),
+    };
+    Ok(json + "\n")
+}
+
+/// `None` if `output` is what `case` expects, else a one-paragraph diff.
+pub fn mismatch(case: &GoldenCase, output: &CaseOutput) -> Option<String> {
+    let (want_code, want, got) = match &case.expected {
+        Expected::Stdout(s) => (0, s.as_str(), output.stdout.as_str()),
+        Expected::Error(s) => (EXIT_BAD_INPUT, s.trim_end(), output.stderr.trim_end()),
+    };
+    if output.exit_code == want_code && want == got {
+        return None;
+    }
+    Some(format!(
+        "{}: expected exit {want_code} and {:?}, got exit {} with stdout {:?} and stderr {:?}",
+        case.name,
+        clip(want),
+        output.exit_code,
+        clip(&output.stdout),
+        clip(output.stderr.trim_end()),
+    ))
+}
+
+fn clip(text: &str) -> String {
+    const SHOWN: usize = 400;
+    if text.len() <= SHOWN {
+        return text.to_string();
+    }
+    let cut = (0..=SHOWN).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    format!("{}… ({} bytes)", &text[..cut], text.len())
+}
+
+/// Rewrites a case's expectation from `output` (`BLESS=1`).
+pub fn bless(case: &GoldenCase, output: &CaseOutput) -> Result<(), GoldenError> {
+    let (keep, remove, text) = if output.exit_code == 0 {
+        ("out", "err", output.stdout.as_str())
+    } else {
+        ("err", "out", output.stderr.as_str())
+    };
+    let path = case.input_path.with_extension(keep);
+    std::fs::write(&path, text).map_err(|source| GoldenError::Io { path: path.clone(), source })?;
+    let stale = case.input_path.with_extension(remove);
+    if stale.exists() {
+        std::fs::remove_file(&stale).map_err(|source| GoldenError::Io { path: stale, source })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,275 @@
+//! The active policy, swapped atomically, with a fall-back to the last good
+//! revision when the active one keeps failing.
+//!
+//! Every call takes a reference to the revision active when it starts and
+//! finishes on it, whatever is swapped in meanwhile; its answer carries that
+//! revision's hash. A failure never propagates as a crash: the caller gets a
+//! [`PolicyFailure`] and applies a conservative default.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use nomos_policy_default::types as t;
+
+use super::compiled::{CompiledPolicy, Revision};
+use super::eval::{self, PolicyFailure};
+use super::sandbox::{Limits, Sandbox};
+use super::vet::{self, Vetting};
+use super::{PolicyError, BUILTIN_POLICY_WASM};
+
+/// Consecutive policy faults after which the runtime returns to the last
+/// good revision.
+pub const DEFAULT_FALLBACK_AFTER: u32 = 3;
+
+/// An answer and the revision that gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluated<T> {
+    pub revision: Revision,
+    pub value: Result<T, PolicyFailure>,
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyStats {
+    pub evaluations: u64,
+    /// Failures by [`PolicyFailure::kind`].
+    pub failures: BTreeMap<&'static str, u64>,
+    pub swaps: u64,
+    pub rejected_candidates: u64,
+    pub fallbacks: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    evaluations: AtomicU64,
+    swaps: AtomicU64,
+    rejected: AtomicU64,
+    fallbacks: AtomicU64,
+    failures: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+struct Slots {
+    active: Arc<CompiledPolicy>,
+    /// The revision to return to if the active one keeps failing: the one
+    /// that was active before the last swap.
+    last_good: Option<Arc<CompiledPolicy>>,
+}
+
+/// The host's policy runtime. Cheap to share behind an `Arc`.
+pub struct PolicyRuntime {
+    sandbox: Arc<Sandbox>,
+    slots: RwLock<Slots>,
+    vetting: Vetting,
+    fallback_after: u32,
+    consecutive_faults: AtomicU32,
+    counters: Counters,
+    /// Revisions the runtime fell back from: re-activating one needs a new
+    /// build, or a database row pointing at it would swap it straight back.
+    quarantined: Mutex<Vec<Revision>>,
+}
+
+impl PolicyRuntime {
+    /// A runtime with the built-in default policy active.
+    pub fn new(limits: Limits) -> Result<Self, PolicyError> {
+        Self::with_policy(limits, BUILTIN_POLICY_WASM)
+    }
+
+    /// A runtime with `bytes` active; the policy is vetted like any swap.
+    pub fn with_policy(limits: Limits, bytes: &[u8]) -> Result<Self, PolicyError> {
+        let sandbox = Sandbox::new(limits)?;
+        let vetting = Vetting::default();
+        let active = Arc::new(vet::compile_and_vet(&sandbox, bytes, &vetting)?);
+        Ok(Self {
+            sandbox,
+            slots: RwLock::new(Slots { active, last_good: None }),
+            vetting,
+            fallback_after: DEFAULT_FALLBACK_AFTER,
+            consecutive_faults: AtomicU32::new(0),
+            counters: Counters::default(),
+            quarantined: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Sets the golden cases every candidate must pass before activation.
+    pub fn set_vetting(&mut self, vetting: Vetting) {
+        self.vetting = vetting;
+    }
+
+    /// Sets how many consecutive faults trigger the fall-back.
+    pub fn set_fallback_after(&mut self, faults: u32) {
+        self.fallback_after = faults.max(1);
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.sandbox.limits
+    }
+
+    /// The active revision.
+    pub fn active_revision(&self) -> Revision {
+        self.active().revision.clone()
+    }
+
+    fn active(&self) -> Arc<CompiledPolicy> {
+        match self.slots.read() {
+            Ok(slots) => slots.active.clone(),
+            Err(poisoned) => poisoned.into_inner().active.clone(),
+        }
+    }
+
+    /// Compiles, type-checks and vets `bytes` under production limits, then
+    /// makes it active. A candidate that fails any check never becomes
+    /// active; the error lists why. Activating the active revision again is
+    /// a no-op.
+    pub fn activate(&self, bytes: &[u8]) -> Result<Revision, PolicyError> {
+        let revision = Revision::of(bytes);
+        if revision == self.active_revision() {
+            return Ok(revision);
+        }
+        if self.is_quarantined(&revision) {
+            self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(PolicyError::Rejected(vec![format!(
+                "revision {} was taken out of service after {} consecutive failures",
+                revision.short(),
+                self.fallback_after
+            )]));
+        }
+        let candidate = match vet::compile_and_vet(&self.sandbox, bytes, &self.vetting) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
+        let previous = std::mem::replace(&mut slots.active, candidate);
+        slots.last_good = Some(previous);
+        drop(slots);
+        self.consecutive_faults.store(0, Ordering::Relaxed);
+        self.counters.swaps.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(revision = %revision.short(), "policy activated");
+        Ok(revision)
+    }
+
+    /// Vets `bytes` without activating them: what `policy check` and the
+    /// API's dry run report.
+    pub fn check(&self, bytes: &[u8]) -> Result<(Revision, t::PolicyInfo), PolicyError> {
+        let compiled = vet::compile_and_vet(&self.sandbox, bytes, &self.vetting)?;
+        let info = eval::describe(&self.sandbox, &compiled).map_err(|e| PolicyError::Rejected(vec![e.to_string()]))?;
+        Ok((compiled.revision, info))
+    }
+
+    /// The execution ids a tool result names.
+    pub fn extract_ids(&self, text: &str) -> Evaluated<Vec<String>> {
+        self.run(|s, p| eval::extract_ids(s, p, text))
+    }
+
+    /// Whether a status is terminal.
+    pub fn classify(&self, status: &str) -> Evaluated<t::StatusClass> {
+        self.run(|s, p| eval::classify(s, p, status))
+    }
+
+    /// Decisions for a batch, in one sandbox.
+    pub fn decide_batch(&self, inputs: &[t::DecisionInput]) -> Evaluated<Vec<t::Decision>> {
+        if inputs.is_empty() {
+            return Evaluated { revision: self.active_revision(), value: Ok(Vec::new()) };
+        }
+        self.run(|s, p| eval::decide_batch(s, p, inputs))
+    }
+
+    /// The SOUL text.
+    pub fn soul(&self) -> Evaluated<String> {
+        self.run(eval::soul)
+    }
+
+    /// The active policy's name and version.
+    pub fn describe(&self) -> Evaluated<t::PolicyInfo> {
+        self.run(eval::describe)
+    }
+
+    fn run<T>(&self, call: impl FnOnce(&Sandbox, &CompiledPolicy) -> Result<T, PolicyFailure>) -> Evaluated<T> {
+        let policy = self.active();
+        self.counters.evaluations.fetch_add(1, Ordering::Relaxed);
+        let value = call(&self.sandbox, &policy);
+        match &value {
+            Ok(_) => self.consecutive_faults.store(0, Ordering::Relaxed),
+            Err(failure) => self.record_failure(&policy.revision, failure),
+        }
+        Evaluated { revision: policy.revision.clone(), value }
+    }
+
+    fn record_failure(&self, revision: &Revision, failure: &PolicyFailure) {
+        tracing::warn!(revision = %revision.short(), "policy call failed: {failure}");
+        if let Ok(mut failures) = self.counters.failures.lock() {
+            *failures.entry(failure.kind()).or_default() += 1;
+        }
+        if !failure.is_policy_fault() {
+            return;
+        }
+        let faults = self.consecutive_faults.fetch_add(1, Ordering::Relaxed) + 1;
+        if faults >= self.fallback_after {
+            self.fall_back(revision);
+        }
+    }
+
+    /// Returns to the last good revision if `failing` is still active.
+    fn fall_back(&self, failing: &Revision) {
+        let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
+        if &slots.active.revision != failing {
+            return;
+        }
+        let Some(good) = slots.last_good.take() else {
+            return;
+        };
+        tracing::error!(failing = %failing.short(), restored = %good.revision.short(), "policy keeps failing; returning to the last good revision");
+        slots.active = good;
+        drop(slots);
+        if let Ok(mut q) = self.quarantined.lock() {
+            q.push(failing.clone());
+        }
+        self.consecutive_faults.store(0, Ordering::Relaxed);
+        self.counters.fallbacks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// True if the runtime fell back from `revision`.
+    pub fn is_quarantined(&self, revision: &Revision) -> bool {
+        self.quarantined.lock().map(|q| q.contains(revision)).unwrap_or(false)
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> PolicyStats {
+        PolicyStats {
+            evaluations: self.counters.evaluations.load(Ordering::Relaxed),
+            failures: self.counters.failures.lock().map(|f| f.clone()).unwrap_or_default(),
+            swaps: self.counters.swaps.load(Ordering::Relaxed),
+            rejected_candidates: self.counters.rejected.load(Ordering::Relaxed),
+            fallbacks: self.counters.fallbacks.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl PolicyRuntime {
+    /// A runtime over `bytes` that is compiled and type-checked but not
+    /// vetted, so `policy test` can report each golden case of a policy
+    /// that would not pass activation.
+    pub fn unvetted(limits: Limits, bytes: &[u8]) -> Result<Self, PolicyError> {
+        let sandbox = Sandbox::new(limits)?;
+        let active = Arc::new(CompiledPolicy::compile(&sandbox, bytes)?);
+        Ok(Self {
+            sandbox,
+            slots: RwLock::new(Slots { active, last_good: None }),
+            vetting: Vetting::default(),
+            fallback_after: DEFAULT_FALLBACK_AFTER,
+            consecutive_faults: AtomicU32::new(0),
+            counters: Counters::default(),
+            quarantined: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs a golden case through the active revision's typed exports.
+    pub fn run_golden_case(&self, case: &super::golden::GoldenCase) -> super::golden::CaseOutput {
+        let policy = self.active();
+        super::golden::run_case(&self.sandbox, &policy, case)
+    }
+}

@@ -1,0 +1,176 @@
+//! The sandbox a policy runs in: one [`Engine`] with the pooling allocator
+//! and epoch interruption, a WASI context that grants nothing, and a fresh
+//! [`Store`] per evaluation so no state survives from one batch to the next.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store};
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+
+use super::PolicyError;
+
+/// How long one epoch tick lasts; deadlines are counted in ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// The production limits every policy call runs under.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Wall time one call (or one batch) may run before it is interrupted.
+    pub deadline: Duration,
+    /// Linear memory a policy may grow to; beyond it `memory.grow` fails.
+    pub max_memory_bytes: usize,
+    /// Largest tool-result text passed to extraction.
+    pub max_text_bytes: usize,
+    /// Largest note a policy may return; a larger one is a malformed answer.
+    pub max_note_bytes: usize,
+    /// Largest drop reason a policy may return.
+    pub max_reason_bytes: usize,
+    /// Largest SOUL text a policy may return.
+    pub max_soul_bytes: usize,
+    /// Most ids extraction may return for one tool result.
+    pub max_ids: usize,
+    /// Sandboxes that may exist at once (the pooling allocator's slots).
+    pub max_concurrent: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            deadline: Duration::from_millis(50),
+            max_memory_bytes: 64 << 20,
+            max_text_bytes: 4 << 20,
+            max_note_bytes: 64 << 10,
+            max_reason_bytes: 4 << 10,
+            max_soul_bytes: 64 << 10,
+            max_ids: 64,
+            max_concurrent: 64,
+        }
+    }
+}
+
+/// What a policy's store holds: a WASI context with no capabilities (no
+/// files, environment, arguments, network or inherited stdio; frozen clocks)
+/// and the memory limiter.
+pub(crate) struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory: MemoryCap,
+}
+
+impl HostState {
+    /// True if the policy was refused memory during this evaluation, which
+    /// tells a memory bomb apart from any other trap.
+    pub(crate) fn memory_denied(&self) -> bool {
+        self.memory.denied
+    }
+}
+
+/// Caps linear memory and table growth, and remembers a refusal.
+struct MemoryCap {
+    max_bytes: usize,
+    denied: bool,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.max_bytes;
+        self.denied |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// A clock stuck at the Unix epoch: a policy gets the time from its input,
+/// never from the host, so its answers are reproducible.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// The engine, the linker with capability-free WASI, and the limits.
+pub(crate) struct Sandbox {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    pub(crate) limits: Limits,
+    deadline_ticks: u64,
+}
+
+impl Sandbox {
+    pub(crate) fn new(limits: Limits) -> Result<Arc<Self>, PolicyError> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(limits.max_concurrent)
+            .total_core_instances(limits.max_concurrent * 4)
+            .total_memories(limits.max_concurrent * 2)
+            .total_tables(limits.max_concurrent * 4)
+            .max_memory_size(limits.max_memory_bytes);
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
+        spawn_epoch_ticker(&engine);
+        let deadline_ticks = (limits.deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+        Ok(Arc::new(Self { engine, linker, limits, deadline_ticks }))
+    }
+
+    /// A fresh store with the memory cap and the deadline armed.
+    pub(crate) fn store(&self) -> Store<HostState> {
+        let wasi = WasiCtx::builder()
+            .wall_clock(FrozenClock)
+            .monotonic_clock(FrozenClock)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let memory = MemoryCap { max_bytes: self.limits.max_memory_bytes, denied: false };
+        let mut store = Store::new(&self.engine, HostState { wasi, table: ResourceTable::new(), memory });
+        store.limiter(|state| &mut state.memory);
+        store.set_epoch_deadline(self.deadline_ticks);
+        store
+    }
+}
+
+/// Advances the engine's epoch every tick until the engine is dropped.
+fn spawn_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = thread::Builder::new().name("policy-epoch".into()).spawn(move || {
+        while let Some(engine) = weak.upgrade() {
+            engine.increment_epoch();
+            drop(engine);
+            thread::sleep(EPOCH_TICK);
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the policy epoch ticker, deadlines will not fire: {e}");
+    }
+}
