@@ -9,7 +9,9 @@
 //!   default, and the migrations.
 //! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
 //!   webhook and `chatWith` adapters.
+//! - [`commands`]: the subcommands of the `nomos-continue` binary.
 
 pub mod agent;
+pub mod commands;
 pub mod policy;
 pub mod store;
