@@ -2,7 +2,16 @@
 //! and the adapters the standalone binary uses (an HTTP webhook to the
 //! runtime, and a built-in `chatWith` against an OpenAI-compatible endpoint).
 
-use async_trait::async_trait;
+pub mod chat;
+mod http;
+pub mod webhook;
+
+pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};
+pub use webhook::{WebhookAgent, WebhookConfig};
+
+/// Re-exported so a runtime implementing [`Agent`] or [`ChatHistory`] uses
+/// the same macro version as this crate without a dependency of its own.
+pub use async_trait::async_trait;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -64,4 +73,31 @@ pub trait Agent: Send + Sync {
 
     /// Shows a notice to the operator of a session.
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError>;
+}
+
+/// Why an adapter could not be built from its configuration. Reported at
+/// start-up, so a typo never surfaces as a stream of failed deliveries.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AdapterConfigError {
+    /// A URL that does not parse or is not `http`/`https`.
+    #[error("invalid {field}: {reason}")]
+    Url {
+        /// Which setting.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A token or API key that cannot be sent in an HTTP header (the value
+    /// itself is never echoed).
+    #[error("the token contains characters not allowed in an HTTP header")]
+    Token,
+    /// A zero time-out would fail every request.
+    #[error("the request time-out must be greater than zero")]
+    Timeout,
+    /// `chatWith` needs a model name for every request.
+    #[error("the chat model name must not be empty")]
+    Model,
+    /// The HTTP client could not be built (for example no TLS backend).
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
 }

@@ -1,0 +1,188 @@
+//! What the two HTTP adapters share: building the client, classifying
+//! failures as retryable or permanent, and reading bodies with a bound.
+//!
+//! One place decides what "retry" means so that the webhook and `chatWith`
+//! adapters can never disagree about it: 2xx is delivered; 408, 429 and 5xx,
+//! time-outs and connection failures are worth trying again; any other status
+//! is a permanent failure.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderValue;
+use reqwest::{Client, Response, StatusCode, Url};
+
+use super::{AdapterConfigError, AgentError};
+
+/// The most bytes of a failed response's body quoted in an [`AgentError`],
+/// so a misbehaving server cannot flood the logs or the ledger.
+pub(crate) const SNIPPET_LIMIT: usize = 512;
+
+/// Builds a client whose every request (connect, send, read) is bounded by
+/// `timeout`, and which never follows redirects: a redirected `POST` may be
+/// replayed as a `GET` or to another host, so a 3xx is reported instead.
+pub(crate) fn client(timeout: Duration) -> Result<Client, AdapterConfigError> {
+    if timeout.is_zero() {
+        return Err(AdapterConfigError::Timeout);
+    }
+    Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| AdapterConfigError::Client(e.to_string()))
+}
+
+/// Parses an endpoint URL; only `http` and `https` make sense here.
+pub(crate) fn parse_url(field: &'static str, raw: &str) -> Result<Url, AdapterConfigError> {
+    let url = Url::parse(raw).map_err(|e| AdapterConfigError::Url {
+        field,
+        reason: e.to_string(),
+    })?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(AdapterConfigError::Url {
+            field,
+            reason: format!("unsupported scheme {other:?}, expected http or https"),
+        }),
+    }
+}
+
+/// A bearer `Authorization` value, checked once at construction so a bad
+/// token is a configuration error rather than a failure at every delivery.
+/// Marked sensitive so it is never printed by `Debug`.
+pub(crate) fn bearer(token: &str) -> Result<HeaderValue, AdapterConfigError> {
+    let mut value =
+        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| AdapterConfigError::Token)?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The `Idempotency-Key` header value. The host makes the keys, so an
+/// unusable one is a bug that retrying cannot fix.
+pub(crate) fn idempotency_header(key: &str) -> Result<HeaderValue, AgentError> {
+    HeaderValue::from_str(key).map_err(|_| {
+        AgentError::Permanent(format!(
+            "idempotency key {key:?} is not a valid HTTP header value"
+        ))
+    })
+}
+
+/// Classifies a transport failure (no status was received).
+///
+/// A time-out or a refused connection is retryable. A failure to *build* the
+/// request cannot get better. Anything else (a reset connection, a truncated
+/// response) is treated as retryable: we cannot know whether the receiver
+/// acted, and the idempotency key makes a second attempt safe.
+pub(crate) fn transport_error(url: &Url, err: &reqwest::Error) -> AgentError {
+    let what = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "could not connect"
+    } else if err.is_builder() {
+        return AgentError::Permanent(format!("POST {url}: invalid request: {err}"));
+    } else {
+        "failed"
+    };
+    AgentError::Retryable(format!("POST {url} {what}: {err}"))
+}
+
+/// Whether a non-2xx status is worth retrying: a request time-out, rate
+/// limiting, or a server-side failure.
+pub(crate) fn status_is_retryable(status: StatusCode) -> bool {
+    status == StatusCode::REQUEST_TIMEOUT
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status.is_server_error()
+}
+
+/// Passes a 2xx response through; turns any other status into an
+/// [`AgentError`] quoting the status and the start of the body.
+pub(crate) async fn check_status(url: &Url, response: Response) -> Result<Response, AgentError> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    // The body is only evidence here; failing to read it must not hide the
+    // status, which is what the classification rests on.
+    let (body, truncated) = read_bounded(response, SNIPPET_LIMIT)
+        .await
+        .unwrap_or_default();
+    let text = snippet(&body, truncated);
+    let message = format!("POST {url} answered HTTP {status}: {text}");
+    if status_is_retryable(status) {
+        Err(AgentError::Retryable(message))
+    } else {
+        Err(AgentError::Permanent(message))
+    }
+}
+
+/// Reads at most `limit` bytes of a body; the flag says whether more was
+/// left unread. Bounding the read keeps a hostile or broken server from
+/// making us buffer an unbounded body.
+pub(crate) async fn read_bounded(
+    mut response: Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
+/// Renders at most [`SNIPPET_LIMIT`] bytes of a body as text, cut on a
+/// character boundary, with a marker when something was left out.
+pub(crate) fn snippet(body: &[u8], truncated: bool) -> String {
+    let cut = &body[..body.len().min(SNIPPET_LIMIT)];
+    let text = String::from_utf8_lossy(cut);
+    let mut text = text.trim_end_matches('\u{fffd}').to_string();
+    // Lossy decoding can expand invalid bytes; keep the promise of the limit.
+    while text.len() > SNIPPET_LIMIT {
+        text.pop();
+    }
+    if truncated || cut.len() < body.len() {
+        text.push_str(" …[truncated]");
+    }
+    if text.is_empty() {
+        text.push_str("(empty body)");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippet_is_bounded_and_marked() {
+        let body = vec![b'x'; 2000];
+        let text = snippet(&body, false);
+        assert!(text.starts_with(&"x".repeat(SNIPPET_LIMIT)));
+        assert!(text.ends_with("…[truncated]"));
+        assert!(text.len() <= SNIPPET_LIMIT + " …[truncated]".len());
+    }
+
+    #[test]
+    fn snippet_cuts_on_a_character_boundary() {
+        let body = "é".repeat(400).into_bytes(); // 800 bytes, 2 per char
+        let text = snippet(&body[..511], false);
+        assert!(text.chars().all(|c| c == 'é'));
+        assert_eq!(snippet(b"", false), "(empty body)");
+    }
+
+    #[test]
+    fn retryable_statuses() {
+        for code in [408u16, 429, 500, 502, 503, 504] {
+            let status = StatusCode::from_u16(code).expect("valid status");
+            assert!(status_is_retryable(status), "{code}");
+        }
+        for code in [400u16, 401, 403, 404, 409, 413, 422, 301] {
+            let status = StatusCode::from_u16(code).expect("valid status");
+            assert!(!status_is_retryable(status), "{code}");
+        }
+    }
+}
