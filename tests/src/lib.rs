@@ -1,1 +1,2 @@
 //! Shared support for the integration tests.
+pub mod db;

@@ -1,0 +1,141 @@
+//! Store conformance: one set of test bodies, run against SQLite (a temp
+//! file) and PostgreSQL (a fresh database on the machine's server).
+//!
+//! Each body is an `async fn name(store: Store)`; the `conformance!` macro
+//! generates `sqlite::name` and `postgres::name` tests for it (filter with
+//! `cargo test ... sqlite::` or `postgres::`). The PostgreSQL half skips
+//! with a message when the server is unreachable, and fails under `CI=true`.
+//! No sleeps: time is injected through the `now` arguments.
+
+#[path = "store_conformance/deliveries.rs"]
+mod deliveries;
+#[path = "store_conformance/links.rs"]
+mod links;
+#[path = "store_conformance/misc.rs"]
+mod misc;
+#[path = "store_conformance/plan.rs"]
+mod plan;
+
+use nomos_continue::store::{ContinuationPlan, Delivery, PlanOutcome, Route, Store};
+use time::macros::datetime;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+/// Generates the SQLite and PostgreSQL test for every body listed.
+macro_rules! conformance {
+    ($($path:path => $name:ident),* $(,)?) => {
+        mod sqlite {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
+                    $path(store.clone()).await;
+                    store.close().await;
+                }
+            )*
+        }
+        mod postgres {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = nomos_continue_tests::db::fresh_postgres_db().await else {
+                        return;
+                    };
+                    $path(db.store.clone()).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+    };
+}
+
+conformance! {
+    misc::migrations_up_down_up => migrations_up_down_up,
+    misc::malformed_input_is_typed => malformed_input_is_typed,
+    misc::unknown_session_is_empty => unknown_session_is_empty,
+    misc::approval_extension_keeps_opened_at_and_count => approval_extension_keeps_opened_at_and_count,
+    misc::approval_after_closed_window_opens_new_one => approval_after_closed_window_opens_new_one,
+    misc::deny_without_open_window_is_noop => deny_without_open_window_is_noop,
+    misc::approval_duration_is_bounded => approval_duration_is_bounded,
+    misc::turns_keep_order => turns_keep_order,
+    misc::policy_revisions_and_activation => policy_revisions_and_activation,
+    misc::status_for_unknown_execution_creates_it => status_for_unknown_execution_creates_it,
+    misc::status_upsert_wakes_listeners => status_upsert_wakes_listeners,
+    links::link_is_idempotent => link_is_idempotent,
+    links::first_link_wins => first_link_wins,
+    links::pending_links_page_with_cursor => pending_links_page_with_cursor,
+    links::session_snapshot_lists_still_running => session_snapshot_lists_still_running,
+    links::drop_links_records_notice_once => drop_links_records_notice_once,
+    plan::plan_happy_path => plan_happy_path,
+    plan::plan_session_busy => plan_session_busy,
+    plan::plan_link_taken => plan_link_taken,
+    plan::plan_window_closed => plan_window_closed,
+    plan::plan_cap_reached => plan_cap_reached,
+    plan::concurrent_plans_one_wins => concurrent_plans_one_wins,
+    deliveries::claim_lease_expiry_reclaim => claim_lease_expiry_reclaim,
+    deliveries::lost_lease_changes_nothing => lost_lease_changes_nothing,
+    deliveries::failed_attempts_give_up_and_settle => failed_attempts_give_up_and_settle,
+    deliveries::release_expired_leases_counts => release_expired_leases_counts,
+    deliveries::concurrent_claims_never_overlap => concurrent_claims_never_overlap,
+}
+
+// ---- shared helpers for the bodies ------------------------------------------
+
+/// The injected clock's origin.
+pub(crate) fn t0() -> OffsetDateTime {
+    datetime!(2026-11-30 04:00:00 UTC)
+}
+
+/// `t0` plus seconds.
+pub(crate) fn at(secs: i64) -> OffsetDateTime {
+    t0() + Duration::seconds(secs)
+}
+
+/// Ids in a stable order.
+pub(crate) fn ids(n: usize) -> Vec<Uuid> {
+    (0..n).map(|_| Uuid::new_v4()).collect()
+}
+
+/// An approved session with `n` linked executions that reported `completed`.
+pub(crate) async fn ready_session(store: &Store, n: usize) -> (Uuid, Vec<Uuid>) {
+    let session = Uuid::new_v4();
+    store
+        .approve(session, Route::Button, t0(), Duration::minutes(30))
+        .await
+        .expect("approve");
+    let execs = ids(n);
+    store.link(session, &execs, t0()).await.expect("link");
+    for e in &execs {
+        store
+            .upsert_execution_status(*e, "completed", "ok", at(1), true)
+            .await
+            .expect("status");
+    }
+    (session, execs)
+}
+
+/// Plans a continuation with a fresh key and a cap of 20, expecting success.
+pub(crate) async fn planned(
+    store: &Store,
+    session: Uuid,
+    execs: &[Uuid],
+    now: OffsetDateTime,
+) -> Delivery {
+    let key = format!("k-{}", Uuid::new_v4());
+    let plan = ContinuationPlan {
+        session_id: session,
+        execution_ids: execs,
+        note: "execution finished",
+        policy_revision: "rev",
+        idempotency_key: &key,
+        hard_cap: 20,
+    };
+    match store.plan_continuation(&plan, now).await.expect("plan") {
+        PlanOutcome::Planned(d) => d,
+        other => panic!("expected Planned, got {other:?}"),
+    }
+}
