@@ -14,8 +14,24 @@ pub(crate) const LINK_COLS: &str = "l.execution_id, l.session_id, l.created_at, 
      l.delivery_id, l.outcome, l.reason, e.status AS execution_status";
 
 /// Pending-links query columns (alias `l` / `e`).
-const READY_COLS: &str = "l.execution_id, l.session_id, l.created_at, \
-     e.status, e.result, e.updated_at, e.finished_at";
+macro_rules! ready_cols {
+    () => {
+        "l.execution_id, l.session_id, l.created_at, \
+         e.status, e.result, e.updated_at, e.finished_at"
+    };
+}
+const READY_COLS: &str = ready_cols!();
+
+/// The worker's poll on PostgreSQL (first page), shared with the benchmark's
+/// `EXPLAIN` so that what is measured is what runs. `$1` is the limit.
+pub(crate) const PENDING_LINKS_PG: &str = concat!(
+    "SELECT ",
+    ready_cols!(),
+    " FROM nomos_plan_executions l \
+     JOIN executions e ON e.id = l.execution_id \
+     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+     ORDER BY l.created_at, l.execution_id LIMIT $1"
+);
 
 impl Store {
     /// Links executions to the session whose tool result mentioned them.
@@ -116,13 +132,10 @@ impl Store {
     ) -> Result<Vec<ReadyLink>> {
         match (&self.db, after) {
             (Db::Pg(pool), None) => {
-                let sql = format!(
-                    "SELECT {READY_COLS} FROM nomos_plan_executions l \
-                     JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
-                     ORDER BY l.created_at, l.execution_id LIMIT $1"
-                );
-                let rows = sqlx::query(&sql).bind(limit).fetch_all(pool).await?;
+                let rows = sqlx::query(PENDING_LINKS_PG)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?;
                 rows.iter().map(decode::ready_link).collect()
             }
             (Db::Pg(pool), Some(c)) => {

@@ -29,6 +29,7 @@
 //!   [`StoreError`] means the input was malformed or the database failed.
 //!   Every refusal rolls back, so nothing is ever half written.
 
+pub mod bench;
 mod decode;
 mod deliveries;
 mod executions;
