@@ -9,9 +9,16 @@
 //!   default, and the migrations.
 //! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
 //!   webhook and `chatWith` adapters.
+//! - [`worker`]: the continuation worker (plan, deliver), its rescuer and
+//!   its wake-ups.
+//! - [`clock`]: the injectable "now" the worker acts on.
+//! - [`metrics`]: counters and histograms for `/metrics`.
 //! - [`commands`]: the subcommands of the `nomos-continue` binary.
 
 pub mod agent;
+pub mod clock;
 pub mod commands;
+pub mod metrics;
 pub mod policy;
 pub mod store;
+pub mod worker;

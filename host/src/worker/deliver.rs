@@ -1,0 +1,165 @@
+//! The deliver step: claim pending deliveries under a lease, call the agent
+//! with the delivery's idempotency key, then record the result with a
+//! compare-and-set on the lease.
+
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt};
+use nomos_policy_default::types as t;
+use time::OffsetDateTime;
+
+use super::{backoff, Worker, WorkerError};
+use crate::agent::{AgentError, Continuation, ExecutionReport, Notice};
+use crate::store::{AttemptOutcome, Delivery, DeliveryKind};
+
+/// What one deliver step did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DeliverReport {
+    /// Deliveries claimed and attempted.
+    pub attempted: usize,
+    pub delivered: usize,
+    /// Failed attempts that will be retried after a backoff.
+    pub retried: usize,
+    /// Deliveries that ended `failed`.
+    pub gave_up: usize,
+    /// Results not recorded because another worker took the lease over (it
+    /// redelivers with the same key).
+    pub lease_lost: usize,
+}
+
+/// The result of one delivery attempt.
+enum Attempt {
+    Delivered,
+    Retried,
+    GaveUp,
+    LeaseLost,
+}
+
+impl Worker {
+    /// One deliver step. Tests call this directly.
+    pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
+        let now = self.clock.now();
+        let lease = time::Duration::try_from(self.config.lease).unwrap_or(time::Duration::minutes(1));
+        let claimed = self
+            .store
+            .claim_deliveries(&self.config.worker_id, now, lease, self.config.batch)
+            .await?;
+        let mut report = DeliverReport { attempted: claimed.len(), ..DeliverReport::default() };
+        if claimed.is_empty() {
+            return Ok(report);
+        }
+        let soul = self.soul().await;
+        let results: Vec<Result<Attempt, WorkerError>> = stream::iter(claimed)
+            .map(|delivery| self.deliver(delivery, &soul))
+            .buffer_unordered(self.config.delivery_concurrency.max(1))
+            .collect()
+            .await;
+        for result in results {
+            match result? {
+                Attempt::Delivered => report.delivered += 1,
+                Attempt::Retried => report.retried += 1,
+                Attempt::GaveUp => report.gave_up += 1,
+                Attempt::LeaseLost => report.lease_lost += 1,
+            }
+        }
+        Ok(report)
+    }
+
+    /// The active policy's SOUL text; empty if the policy fails (the note
+    /// still goes out: it carries the result, the SOUL only frames it).
+    async fn soul(&self) -> String {
+        let policy = self.policy.clone();
+        match tokio::task::spawn_blocking(move || policy.soul().value).await {
+            Ok(Ok(soul)) => soul,
+            _ => String::new(),
+        }
+    }
+
+    async fn deliver(&self, delivery: Delivery, soul: &str) -> Result<Attempt, WorkerError> {
+        let call = match delivery.kind {
+            DeliveryKind::Continuation => {
+                let continuation = self.continuation(&delivery, soul).await?;
+                self.agent.continue_session(&continuation).await
+            }
+            DeliveryKind::Notice => {
+                let notice = Notice {
+                    session_id: delivery.session_id,
+                    idempotency_key: delivery.idempotency_key.clone(),
+                    message: delivery.note.clone(),
+                };
+                self.agent.notify(&notice).await
+            }
+        };
+        let now = self.clock.now();
+        let worker_id = &self.config.worker_id;
+        let attempt = match call {
+            Ok(()) => {
+                if self.store.complete_delivery(delivery.id, worker_id, now).await? {
+                    Attempt::Delivered
+                } else {
+                    Attempt::LeaseLost
+                }
+            }
+            Err(error) => {
+                let (max_attempts, message) = match &error {
+                    AgentError::Retryable(m) => (self.config.max_attempts, m.clone()),
+                    AgentError::Permanent(m) => (0, m.clone()),
+                };
+                let delay = backoff(&self.config, delivery.attempts + 1);
+                let next = now + time::Duration::try_from(delay).unwrap_or(time::Duration::minutes(5));
+                tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
+                match self
+                    .store
+                    .fail_delivery_attempt(delivery.id, worker_id, &message, now, next, max_attempts)
+                    .await?
+                {
+                    AttemptOutcome::Retry { .. } => Attempt::Retried,
+                    AttemptOutcome::GaveUp { .. } => Attempt::GaveUp,
+                    AttemptOutcome::LeaseLost => Attempt::LeaseLost,
+                }
+            }
+        };
+        self.metrics.delivery(match attempt {
+            Attempt::Delivered => "delivered",
+            Attempt::Retried => "retry",
+            Attempt::GaveUp => "gave_up",
+            Attempt::LeaseLost => "lease_lost",
+        });
+        Ok(attempt)
+    }
+
+    /// The agent's view of a continuation: each execution's latest status and
+    /// result, and how the policy classifies it.
+    async fn continuation(&self, delivery: &Delivery, soul: &str) -> Result<Continuation, WorkerError> {
+        let mut executions = Vec::with_capacity(delivery.execution_ids.len());
+        let mut finished_latest: Option<OffsetDateTime> = None;
+        for id in &delivery.execution_ids {
+            let Some(execution) = self.store.execution(*id).await? else {
+                continue;
+            };
+            let finished = execution.finished_at.unwrap_or(execution.updated_at);
+            finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
+            let policy = self.policy.clone();
+            let status = execution.status.clone();
+            let class = tokio::task::spawn_blocking(move || policy.classify(&status).value)
+                .await
+                .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+            let outcome = match class {
+                Ok(t::StatusClass::Terminal(o)) => o.as_str().to_string(),
+                _ => "unknown".to_string(),
+            };
+            executions.push(ExecutionReport { id: *id, status: execution.status, outcome, result: execution.result });
+        }
+        if let Some(finished) = finished_latest {
+            let latency = self.clock.now() - finished;
+            self.metrics.pickup_latency(Duration::try_from(latency).unwrap_or(Duration::ZERO));
+        }
+        Ok(Continuation {
+            session_id: delivery.session_id,
+            idempotency_key: delivery.idempotency_key.clone(),
+            executions,
+            note: delivery.note.clone(),
+            soul: soul.to_string(),
+        })
+    }
+}

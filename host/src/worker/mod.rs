@@ -1,0 +1,217 @@
+//! The continuation worker: the system's event loop for asynchronous tools.
+//!
+//! One pass ([`Worker::run_once`]) has two steps:
+//!
+//! 1. **Plan** (`plan`): read the links whose execution has reported, ask
+//!    the policy for decisions in one batch, and for each session either
+//!    write one pending continuation folding all its finished executions
+//!    (the store re-checks the window, the hard cap and that no other
+//!    continuation of the session is in flight, in one transaction), or
+//!    settle the links as dropped with one notice.
+//! 2. **Deliver** (`deliver`): claim pending deliveries with a lease, call
+//!    the agent with the delivery's idempotency key, and on success mark the
+//!    delivery delivered and its links continued in one transaction
+//!    (compare-and-set on the lease). Failures back off and end in a visible
+//!    `failed` state.
+//!
+//! The continuation row is written *before* the agent call and marked
+//! delivered *after* it, so a crash at any point leaves a pending row whose
+//! lease expires and which is redelivered with the same key: nothing is
+//! lost, and the runtime can drop the duplicate.
+//!
+//! Waking: PostgreSQL `LISTEN`/`NOTIFY`, or an in-process signal, plus a
+//! jittered poll; correctness never depends on a wake-up arriving.
+
+mod deliver;
+mod plan;
+mod rescuer;
+mod wake;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Agent;
+use crate::clock::Clock;
+use crate::metrics::Metrics;
+use crate::policy::PolicyRuntime;
+use crate::store::{Store, StoreError};
+
+pub use deliver::DeliverReport;
+pub use plan::PlanReport;
+pub use rescuer::Rescuer;
+pub use wake::spawn_pg_listener;
+
+/// Why a worker pass failed. The pass is retried on the next wake-up or
+/// poll; nothing is lost, because every state change is in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("policy task failed: {0}")]
+    PolicyTask(String),
+}
+
+/// The worker's settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Unique per process, so a lease names its holder.
+    pub worker_id: String,
+    /// How long a claimed delivery stays ours before another worker may
+    /// take it over; longer than the agent call's timeout.
+    pub lease: Duration,
+    /// The fallback poll when no wake-up arrives; jittered by ±20 %.
+    pub poll_interval: Duration,
+    /// Links read per plan page, and deliveries claimed per pass.
+    pub batch: i64,
+    /// Delivery attempts before a continuation ends as `failed`.
+    pub max_attempts: i32,
+    /// The first retry's delay; doubled per attempt up to `backoff_max`.
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// The host's cap on continuations per window, enforced whatever the
+    /// policy answers (the default policy's own cap is lower).
+    pub hard_cap: i32,
+    /// Bytes of an execution's result passed to the policy; the rest is cut
+    /// from the middle before the policy sees it.
+    pub max_result_bytes: usize,
+    /// Agent calls in flight at once.
+    pub delivery_concurrency: usize,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            worker_id: default_worker_id(),
+            lease: Duration::from_secs(60),
+            poll_interval: Duration::from_secs(2),
+            batch: 500,
+            max_attempts: 5,
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+            hard_cap: 50,
+            max_result_bytes: 256 << 10,
+            delivery_concurrency: 32,
+        }
+    }
+}
+
+/// `<host>-<pid>-<random>`: unique across replicas and restarts.
+pub fn default_worker_id() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "nomos".into());
+    let suffix: u32 = rand::thread_rng().gen();
+    format!("{host}-{}-{suffix:08x}", std::process::id())
+}
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TickReport {
+    pub plan: PlanReport,
+    pub deliver: DeliverReport,
+}
+
+/// The continuation worker. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Worker {
+    pub(crate) store: Store,
+    pub(crate) policy: Arc<PolicyRuntime>,
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: WorkerConfig,
+    pub(crate) metrics: Arc<Metrics>,
+    wake: Arc<Notify>,
+}
+
+impl Worker {
+    pub fn new(
+        store: Store,
+        policy: Arc<PolicyRuntime>,
+        agent: Arc<dyn Agent>,
+        clock: Arc<dyn Clock>,
+        config: WorkerConfig,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self { store, policy, agent, clock, config, metrics, wake: Arc::new(Notify::new()) }
+    }
+
+    /// The in-process wake-up: notify it after recording a status (the API
+    /// does) to skip the wait for the next poll.
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// One pass: plan, then deliver. Tests call this directly.
+    pub async fn run_once(&self) -> Result<TickReport, WorkerError> {
+        let plan = self.plan_once().await?;
+        let deliver = self.deliver_once().await?;
+        Ok(TickReport { plan, deliver })
+    }
+
+    /// Runs passes until `shutdown` is cancelled. A pass that planned or
+    /// delivered something is followed at once by another; otherwise the
+    /// worker waits for a wake-up or the jittered poll. On shutdown it stops
+    /// claiming; deliveries already in flight finish within the pass.
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            if shutdown.is_cancelled() {
+                return;
+            }
+            let busy = match self.run_once().await {
+                Ok(report) => report.plan.planned + report.plan.dropped + report.deliver.attempted > 0,
+                Err(e) => {
+                    tracing::error!(worker = %self.config.worker_id, "worker pass failed: {e}");
+                    false
+                }
+            };
+            if busy {
+                continue;
+            }
+            let pause = jittered(self.config.poll_interval);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+}
+
+/// `base` ± 20 %, so replicas started together do not poll in lockstep.
+fn jittered(base: Duration) -> Duration {
+    let factor = rand::thread_rng().gen_range(0.8..1.2);
+    base.mul_f64(factor)
+}
+
+/// `base * 2^(attempts-1)`, capped.
+fn backoff(config: &WorkerConfig, attempts: i32) -> Duration {
+    let exponent = u32::try_from(attempts.saturating_sub(1)).unwrap_or(0).min(20);
+    config.backoff_base.saturating_mul(1 << exponent).min(config.backoff_max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let config = WorkerConfig::default();
+        assert_eq!(backoff(&config, 1), Duration::from_secs(1));
+        assert_eq!(backoff(&config, 3), Duration::from_secs(4));
+        assert_eq!(backoff(&config, 30), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn jitter_stays_within_bounds() {
+        for _ in 0..1000 {
+            let d = jittered(Duration::from_secs(10));
+            assert!(d >= Duration::from_secs(8) && d <= Duration::from_secs(12));
+        }
+    }
+}

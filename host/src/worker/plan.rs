@@ -1,0 +1,291 @@
+//! The plan step: decisions for finished executions, folded per session
+//! into one pending continuation, or settled as dropped with one notice.
+
+use std::collections::{BTreeMap, HashMap};
+
+use nomos_policy_default::types as t;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{Worker, WorkerError};
+use crate::store::{ContinuationPlan, Notice, PlanOutcome, ReadyLink, SessionSnapshot};
+
+/// Pages of ready links read per pass; the rest wait for the next pass.
+const MAX_PAGES: usize = 20;
+
+/// Separates the notes of executions folded into one continuation.
+pub const FOLD_SEPARATOR: &str = "\n\n---\n\n";
+
+/// What one plan step did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PlanReport {
+    /// Links read whose execution has reported.
+    pub examined: usize,
+    /// Links still waiting (not terminal, or the policy said wait).
+    pub waiting: usize,
+    /// Continuations written (one per session per pass at most).
+    pub planned: usize,
+    /// Links settled as dropped.
+    pub dropped: usize,
+    /// Sessions skipped because a continuation of theirs is in flight.
+    pub busy: usize,
+    /// Batches the policy failed on (their links were dropped with a notice).
+    pub policy_failures: usize,
+}
+
+/// A session's finished links and what the policy said about each.
+#[derive(Default)]
+struct SessionDecisions {
+    continues: Vec<(Uuid, String)>,
+    drops: BTreeMap<String, Vec<Uuid>>,
+}
+
+impl Worker {
+    /// One plan step. Tests call this directly.
+    pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
+        let now = self.clock.now();
+        let ready = self.read_ready().await?;
+        let mut report = PlanReport { examined: ready.len(), ..PlanReport::default() };
+        self.metrics.set_pending_links(ready.len() as u64);
+        if ready.is_empty() {
+            return Ok(report);
+        }
+        let terminal = self.classify_statuses(&ready).await?;
+        let is_terminal = |status: &str| terminal.get(status).copied().unwrap_or(false);
+
+        let mut by_session: BTreeMap<Uuid, Vec<&ReadyLink>> = BTreeMap::new();
+        for link in &ready {
+            if is_terminal(&link.status) {
+                by_session.entry(link.session_id).or_default().push(link);
+            } else {
+                report.waiting += 1;
+            }
+        }
+        let mut inputs = Vec::new();
+        let mut owners = Vec::new();
+        for (session_id, links) in &by_session {
+            let snapshot = self.store.session_snapshot(*session_id, now, &is_terminal).await?;
+            for link in links {
+                inputs.push(self.decision_input(link, &snapshot, now));
+                owners.push((*session_id, link.execution_id));
+            }
+        }
+        self.metrics.decision("wait", report.waiting as u64);
+
+        let policy = self.policy.clone();
+        let batch = inputs.clone();
+        let evaluated = tokio::task::spawn_blocking(move || policy.decide_batch(&batch))
+            .await
+            .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        let revision = evaluated.revision.0.clone();
+        let decisions = match evaluated.value {
+            Ok(decisions) => decisions,
+            Err(failure) => {
+                report.policy_failures += 1;
+                self.metrics.decision("policy_error", inputs.len() as u64);
+                let reason = format!("policy failed, so no automatic continuation: {failure}");
+                vec![t::Decision::Drop { reason }; inputs.len()]
+            }
+        };
+
+        let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
+        for ((session_id, execution_id), decision) in owners.into_iter().zip(decisions) {
+            let entry = sessions.entry(session_id).or_default();
+            match decision {
+                t::Decision::Wait => {
+                    report.waiting += 1;
+                    self.metrics.decision("wait", 1);
+                }
+                t::Decision::Continue { note } => {
+                    self.metrics.decision("continue", 1);
+                    entry.continues.push((execution_id, note));
+                }
+                t::Decision::Drop { reason } => {
+                    self.metrics.decision("drop", 1);
+                    entry.drops.entry(reason).or_default().push(execution_id);
+                }
+            }
+        }
+        for (session_id, decided) in sessions {
+            self.settle_session(session_id, decided, &revision, now, &mut report).await?;
+        }
+        Ok(report)
+    }
+
+    /// Links whose execution has reported, oldest first, a bounded number
+    /// of pages.
+    async fn read_ready(&self) -> Result<Vec<ReadyLink>, WorkerError> {
+        let mut ready: Vec<ReadyLink> = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let page = self.store.pending_links_ready(cursor, self.config.batch).await?;
+            let full = page.len() as i64 >= self.config.batch;
+            cursor = page.last().map(ReadyLink::cursor);
+            ready.extend(page);
+            if !full {
+                break;
+            }
+        }
+        Ok(ready)
+    }
+
+    /// Asks the policy once per distinct status string. A status the policy
+    /// fails to classify counts as not terminal: waiting is the safe side.
+    async fn classify_statuses(&self, ready: &[ReadyLink]) -> Result<HashMap<String, bool>, WorkerError> {
+        let mut statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
+        statuses.sort();
+        statuses.dedup();
+        let policy = self.policy.clone();
+        tokio::task::spawn_blocking(move || {
+            statuses
+                .into_iter()
+                .map(|status| {
+                    let terminal = matches!(policy.classify(&status).value, Ok(t::StatusClass::Terminal(_)));
+                    (status, terminal)
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| WorkerError::PolicyTask(e.to_string()))
+    }
+
+    fn decision_input(&self, link: &ReadyLink, snapshot: &SessionSnapshot, now: OffsetDateTime) -> t::DecisionInput {
+        t::DecisionInput {
+            now: now.into(),
+            execution: t::Execution {
+                id: link.execution_id.to_string(),
+                status: link.status.clone(),
+                result: cut_middle(&link.result, self.config.max_result_bytes),
+                finished_at: link.finished_at.map(Into::into),
+            },
+            session: t::Session {
+                id: snapshot.session_id.to_string(),
+                window: snapshot.window.as_ref().filter(|w| w.closed_at.is_none()).map(|w| t::Window {
+                    opened_at: w.opened_at.into(),
+                    expires_at: w.expires_at.into(),
+                    route: match w.route {
+                        crate::store::Route::Button => t::ApprovalRoute::Button,
+                        crate::store::Route::Chat => t::ApprovalRoute::Chat,
+                        crate::store::Route::Api => t::ApprovalRoute::Api,
+                    },
+                }),
+                continuations_in_window: u32::try_from(snapshot.continuations_in_window).unwrap_or(0),
+                still_running: snapshot
+                    .still_running
+                    .iter()
+                    .filter(|id| **id != link.execution_id)
+                    .map(Uuid::to_string)
+                    .collect(),
+            },
+            attempts: 0,
+        }
+    }
+
+    /// Writes one session's outcome: one continuation folding every
+    /// `continue`, and the drops with one notice per reason. The store
+    /// re-checks the window and the hard cap; a refusal there becomes a drop.
+    async fn settle_session(
+        &self,
+        session_id: Uuid,
+        mut decided: SessionDecisions,
+        revision: &str,
+        now: OffsetDateTime,
+        report: &mut PlanReport,
+    ) -> Result<(), WorkerError> {
+        if !decided.continues.is_empty() {
+            let ids: Vec<Uuid> = decided.continues.iter().map(|(id, _)| *id).collect();
+            let note = decided.continues.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(FOLD_SEPARATOR);
+            let key = idempotency_key("c", session_id, &ids, "");
+            let plan = ContinuationPlan {
+                session_id,
+                execution_ids: &ids,
+                note: &note,
+                policy_revision: revision,
+                idempotency_key: &key,
+                hard_cap: self.config.hard_cap,
+            };
+            let refused = match self.store.plan_continuation(&plan, now).await? {
+                PlanOutcome::Planned(_) | PlanOutcome::AlreadyPlanned(_) => {
+                    report.planned += 1;
+                    None
+                }
+                PlanOutcome::SessionBusy { .. } => {
+                    report.busy += 1;
+                    None
+                }
+                PlanOutcome::LinkTaken { .. } => None,
+                PlanOutcome::NoWindow | PlanOutcome::WindowClosed => {
+                    Some("assent window closed (checked by the host)".to_string())
+                }
+                PlanOutcome::CapReached { continuations } => Some(format!(
+                    "loop guard: {continuations} automatic continuations in this assent window reached the host's hard cap of {}",
+                    self.config.hard_cap
+                )),
+            };
+            if let Some(reason) = refused {
+                decided.drops.entry(reason).or_default().extend(ids);
+            }
+        }
+        for (reason, ids) in decided.drops {
+            let key = idempotency_key("n", session_id, &ids, &reason);
+            let message = notice_message(&ids, &reason);
+            let notice = Notice { idempotency_key: &key, message: &message, policy_revision: revision };
+            let outcome = self.store.drop_links(session_id, &ids, &reason, Some(notice), now).await?;
+            report.dropped += outcome.dropped.len();
+        }
+        Ok(())
+    }
+}
+
+/// A key that is the same for the same session, executions and reason, so
+/// two replicas planning the same work write one row, not two.
+fn idempotency_key(prefix: &str, session_id: Uuid, ids: &[Uuid], reason: &str) -> String {
+    let mut sorted = ids.to_vec();
+    sorted.sort();
+    let mut hash = Sha256::new();
+    hash.update(session_id.as_bytes());
+    for id in &sorted {
+        hash.update(id.as_bytes());
+    }
+    hash.update(reason.as_bytes());
+    format!("{prefix}-{}", &hex::encode(hash.finalize())[..32])
+}
+
+fn notice_message(ids: &[Uuid], reason: &str) -> String {
+    let list = ids.iter().map(Uuid::to_string).collect::<Vec<_>>().join(", ");
+    let noun = if ids.len() == 1 { "execution" } else { "executions" };
+    format!("nomos-continue did not re-invoke the agent for {noun} {list}: {reason}")
+}
+
+/// Keeps the head and tail of `text` within `limit` bytes.
+fn cut_middle(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let half = limit / 2;
+    let head = (0..=half).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let tail = (text.len() - half..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+    format!("{}\n[… {} bytes cut by nomos-continue …]\n{}", &text[..head], tail - head, &text[tail..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_ignore_order_and_separate_reasons() {
+        let s = Uuid::from_u128(1);
+        let (a, b) = (Uuid::from_u128(2), Uuid::from_u128(3));
+        assert_eq!(idempotency_key("c", s, &[a, b], ""), idempotency_key("c", s, &[b, a], ""));
+        assert_ne!(idempotency_key("n", s, &[a], "x"), idempotency_key("n", s, &[a], "y"));
+    }
+
+    #[test]
+    fn cut_middle_keeps_both_ends_on_char_boundaries() {
+        let text = format!("START{}END", "é".repeat(1000));
+        let cut = cut_middle(&text, 100);
+        assert!(cut.starts_with("START") && cut.ends_with("END") && cut.contains("bytes cut"));
+        assert_eq!(cut_middle("short", 100), "short");
+    }
+}

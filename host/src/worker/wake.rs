@@ -1,0 +1,51 @@
+//! Waking the worker from PostgreSQL `NOTIFY`: a listener task forwards
+//! every notification on [`WAKE_CHANNEL`] to the worker's in-process signal.
+//! A lost connection is re-established; notifications sent meanwhile are
+//! lost, which is fine: the jittered poll finds the work anyway.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{Store, WAKE_CHANNEL};
+
+/// Starts the listener if `store` is PostgreSQL; returns `None` on SQLite,
+/// where the API's in-process signal is the only wake-up.
+pub fn spawn_pg_listener(
+    store: &Store,
+    wake: Arc<Notify>,
+    shutdown: CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let pool = store.pg_pool()?.clone();
+    Some(tokio::spawn(async move {
+        loop {
+            let connected = async {
+                let mut listener = PgListener::connect_with(&pool).await?;
+                listener.listen(WAKE_CHANNEL).await?;
+                // Something may have happened while we were not listening.
+                wake.notify_one();
+                loop {
+                    listener.recv().await?;
+                    wake.notify_one();
+                }
+                #[allow(unreachable_code)]
+                Ok::<(), sqlx::Error>(())
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                result = connected => {
+                    if let Err(e) = result {
+                        tracing::warn!("wake listener lost its connection: {e}; reconnecting");
+                    }
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }))
+}
