@@ -1,2 +1,3 @@
 //! Shared support for the integration tests.
 pub mod db;
+pub mod http;
