@@ -58,8 +58,11 @@ pub const NOTE_LABEL: &str = "[automatic system event — not operator input]";
 
 /// The per-request time-out when none is configured. Unlike a webhook, this
 /// call waits for the model to generate its whole reply, which takes far
-/// longer than an acknowledgement.
-pub const DEFAULT_CHAT_TIMEOUT: Duration = Duration::from_secs(120);
+/// longer than an acknowledgement; but it stays below the worker's default
+/// delivery lease (60 s), so a slow model cannot outlive the lease and
+/// invite a second, concurrent delivery of the same continuation. Raise the
+/// lease with it.
+pub const DEFAULT_CHAT_TIMEOUT: Duration = Duration::from_secs(50);
 
 /// The most bytes of a successful completion response read; a real reply is
 /// far smaller, and the bound keeps a broken server from exhausting memory.
