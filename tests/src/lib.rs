@@ -1,3 +1,4 @@
 //! Shared support for the integration tests.
+pub mod agents;
 pub mod db;
 pub mod http;

@@ -1,0 +1,301 @@
+//! The worker against both stores, with the built-in policy, an injected
+//! clock and an in-process recording agent. Each test says what happens in
+//! its case; crash and multi-process behaviour is in `worker_faults.rs`.
+
+use std::sync::{Arc, OnceLock};
+
+use nomos_continue::agent::AgentError;
+use nomos_continue::clock::{Clock, ManualClock};
+use nomos_continue::metrics::Metrics;
+use nomos_continue::policy::{Limits, PolicyRuntime};
+use nomos_continue::store::{DeliveryState, Route, Settlement, Store};
+use nomos_continue::worker::{Worker, WorkerConfig};
+use nomos_continue_tests::agents::RecordingAgent;
+use time::macros::datetime;
+use time::Duration;
+use uuid::Uuid;
+
+fn policy() -> Arc<PolicyRuntime> {
+    static POLICY: OnceLock<Arc<PolicyRuntime>> = OnceLock::new();
+    POLICY
+        .get_or_init(|| Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads")))
+        .clone()
+}
+
+struct Rig {
+    store: Store,
+    clock: Arc<ManualClock>,
+    agent: Arc<RecordingAgent>,
+    worker: Worker,
+    session: Uuid,
+}
+
+impl Rig {
+    fn new(store: Store) -> Self {
+        let clock = Arc::new(ManualClock::new(datetime!(2026-11-30 04:00:00 UTC)));
+        let agent = Arc::new(RecordingAgent::default());
+        let config = WorkerConfig { worker_id: "test-worker".into(), ..WorkerConfig::default() };
+        let worker = Worker::new(
+            store.clone(),
+            policy(),
+            agent.clone(),
+            clock.clone(),
+            config,
+            Arc::new(Metrics::default()),
+        );
+        Self { store, clock, agent, worker, session: Uuid::new_v4() }
+    }
+
+    async fn approve(&self) {
+        self.store
+            .approve(self.session, Route::Button, self.clock.now(), Duration::minutes(30))
+            .await
+            .expect("approve");
+    }
+
+    async fn link(&self, ids: &[Uuid]) {
+        self.store.link(self.session, ids, self.clock.now()).await.expect("link");
+    }
+
+    async fn report(&self, id: Uuid, status: &str, result: &str) {
+        self.store
+            .upsert_execution_status(id, status, result, self.clock.now(), true)
+            .await
+            .expect("status");
+    }
+}
+
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(db) = nomos_continue_tests::db::fresh_postgres_db().await else { return };
+                    super::$name(db.store.clone()).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    finished_executions_of_a_session_fold_into_one_continuation,
+    running_executions_wait_and_are_continued_when_they_finish,
+    without_a_window_a_completion_is_dropped_with_one_notice,
+    after_a_deny_a_completion_is_not_continued,
+    after_the_window_expires_a_completion_is_not_continued,
+    the_loop_guard_stops_continuations_at_the_cap,
+    a_failed_delivery_is_retried_with_the_same_key_and_blocks_the_session,
+    a_permanent_failure_ends_in_a_visible_failed_state,
+    an_expired_lease_is_redelivered_with_the_same_key,
+);
+
+/// Two executions finish together: one agent call carries both notes, the
+/// ledger records it, the links are continued, and a second pass is idle.
+async fn finished_executions_of_a_session_fold_into_one_continuation(store: Store) {
+    let rig = Rig::new(store);
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    rig.approve().await;
+    rig.link(&[a, b]).await;
+    rig.report(a, "failed", "ssh: connection refused").await;
+    rig.report(b, "completed", "container 101 created").await;
+
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!((tick.plan.planned, tick.deliver.delivered), (1, 1));
+    let calls = rig.agent.continuations();
+    assert_eq!(calls.len(), 1);
+    let call = &calls[0];
+    assert_eq!(call.session_id, rig.session);
+    assert!(call.note.contains(&format!("execution {a} failed: ssh: connection refused")), "{}", call.note);
+    assert!(call.note.contains(&format!("execution {b} completed: container 101 created")));
+    assert!(call.soul.contains("re-invokes you"));
+    let mut ids: Vec<Uuid> = call.executions.iter().map(|e| e.id).collect();
+    ids.sort();
+    let mut want = vec![a, b];
+    want.sort();
+    assert_eq!(ids, want);
+
+    let summary = rig.store.session_summary(rig.session).await.expect("summary");
+    assert!(summary.links.iter().all(|l| l.outcome == Some(Settlement::Continued)));
+    assert_eq!(summary.deliveries.len(), 1);
+    assert_eq!(summary.deliveries[0].state, DeliveryState::Delivered);
+    assert_eq!(summary.deliveries[0].idempotency_key, call.idempotency_key);
+    assert_eq!(summary.window.expect("window").continuations, 1);
+
+    let idle = rig.worker.run_once().await.expect("second pass");
+    assert_eq!((idle.plan.planned, idle.deliver.attempted), (0, 0));
+    assert_eq!(rig.agent.continuations().len(), 1);
+}
+
+/// A running execution is waited for; the later completion is continued
+/// and the note lists the other execution still running.
+async fn running_executions_wait_and_are_continued_when_they_finish(store: Store) {
+    let rig = Rig::new(store);
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    rig.approve().await;
+    rig.link(&[a, b]).await;
+    rig.report(a, "running", "").await;
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!((tick.plan.waiting, tick.plan.planned), (1, 0));
+    assert!(rig.agent.continuations().is_empty());
+
+    rig.clock.advance(Duration::seconds(30));
+    rig.report(a, "succeeded", "packages installed").await;
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.delivered, 1);
+    let note = &rig.agent.continuations()[0].note;
+    assert!(note.starts_with(&format!("execution {a} completed: packages installed")));
+    assert!(note.contains(&format!("- execution {b}")), "b is still running: {note}");
+}
+
+/// No approval: the completion is settled as dropped, and exactly one
+/// notice reaches the agent runtime, however many passes run.
+async fn without_a_window_a_completion_is_dropped_with_one_notice(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.link(&[a]).await;
+    rig.report(a, "failed", "boom").await;
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!((tick.plan.dropped, tick.plan.planned), (1, 0));
+    for _ in 0..3 {
+        rig.worker.run_once().await.expect("pass");
+    }
+    assert!(rig.agent.continuations().is_empty());
+    let notices = rig.agent.notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].message.contains(&a.to_string()) && notices[0].message.contains("assent window closed"));
+    let summary = rig.store.session_summary(rig.session).await.expect("summary");
+    assert_eq!(summary.links[0].outcome, Some(Settlement::Dropped));
+}
+
+/// A deny closes the window: a later completion is dropped, not continued.
+async fn after_a_deny_a_completion_is_not_continued(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.clock.advance(Duration::minutes(1));
+    rig.store.deny(rig.session, rig.clock.now()).await.expect("deny");
+    rig.report(a, "completed", "ok").await;
+    rig.worker.run_once().await.expect("pass");
+    assert!(rig.agent.continuations().is_empty());
+    assert_eq!(rig.agent.notices().len(), 1);
+}
+
+/// Thirty minutes after the approval the window is closed.
+async fn after_the_window_expires_a_completion_is_not_continued(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.clock.advance(Duration::minutes(30));
+    rig.report(a, "completed", "ok").await;
+    rig.worker.run_once().await.expect("pass");
+    assert!(rig.agent.continuations().is_empty());
+    let notices = rig.agent.notices();
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0].message.contains("expired"), "{}", notices[0].message);
+}
+
+/// The policy's cap (20 per window): the 21st completion is dropped by the
+/// loop guard.
+async fn the_loop_guard_stops_continuations_at_the_cap(store: Store) {
+    let rig = Rig::new(store);
+    rig.approve().await;
+    for i in 0..21 {
+        let id = Uuid::new_v4();
+        rig.link(&[id]).await;
+        rig.report(id, "failed", &format!("attempt {i} failed")).await;
+        rig.clock.advance(Duration::seconds(10));
+        rig.worker.run_once().await.expect("pass");
+    }
+    assert_eq!(rig.agent.continuations().len(), 20);
+    let notices = rig.agent.notices();
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0].message.contains("loop guard"), "{}", notices[0].message);
+}
+
+/// A 5xx-like failure: the delivery stays pending with a backoff; while it
+/// is in flight a second completion of the session waits; the retry carries
+/// the same idempotency key; then the second completion goes out.
+async fn a_failed_delivery_is_retried_with_the_same_key_and_blocks_the_session(store: Store) {
+    let rig = Rig::new(store);
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    rig.approve().await;
+    rig.link(&[a, b]).await;
+    rig.agent.script([Err(AgentError::Retryable("503 from runtime".into()))]);
+    rig.report(a, "failed", "first").await;
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.retried, 1);
+
+    rig.report(b, "completed", "second").await;
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!((tick.plan.busy, tick.deliver.attempted), (1, 0), "backoff not over, session busy");
+
+    rig.clock.advance(Duration::seconds(2));
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.delivered, 1);
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.delivered, 1);
+    let calls = rig.agent.continuations();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0].idempotency_key, calls[1].idempotency_key, "the retry reuses the key");
+    assert_ne!(calls[1].idempotency_key, calls[2].idempotency_key);
+    assert_eq!(calls[2].executions[0].id, b);
+}
+
+/// A 4xx-like failure is not retried: the continuation and its link end
+/// `failed`, visible in the summary.
+async fn a_permanent_failure_ends_in_a_visible_failed_state(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.agent.script([Err(AgentError::Permanent("404 unknown session".into()))]);
+    rig.report(a, "failed", "boom").await;
+    let tick = rig.worker.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.gave_up, 1);
+    let summary = rig.store.session_summary(rig.session).await.expect("summary");
+    assert_eq!(summary.deliveries[0].state, DeliveryState::Failed);
+    assert_eq!(summary.links[0].outcome, Some(Settlement::Failed));
+    assert!(summary.deliveries[0].last_error.as_deref().unwrap_or("").contains("404"));
+    rig.clock.advance(Duration::hours(1));
+    rig.worker.run_once().await.expect("pass");
+    assert_eq!(rig.agent.continuations().len(), 1, "no retry after a permanent failure");
+}
+
+/// A worker that claimed a delivery and died: once its lease expires,
+/// another worker delivers it with the same key.
+async fn an_expired_lease_is_redelivered_with_the_same_key(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.report(a, "failed", "boom").await;
+    rig.worker.plan_once().await.expect("plan");
+    let lease = Duration::seconds(60);
+    let taken = rig.store.claim_deliveries("dead-worker", rig.clock.now(), lease, 10).await.expect("claim");
+    assert_eq!(taken.len(), 1);
+    let tick = rig.worker.deliver_once().await.expect("deliver");
+    assert_eq!(tick.attempted, 0, "the dead worker's lease still holds");
+
+    rig.clock.advance(Duration::seconds(61));
+    let tick = rig.worker.deliver_once().await.expect("deliver");
+    assert_eq!(tick.delivered, 1);
+    let calls = rig.agent.continuations();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].idempotency_key, taken[0].idempotency_key);
+    assert!(!rig.store.complete_delivery(taken[0].id, "dead-worker", rig.clock.now()).await.expect("cas"),
+        "the dead worker's late completion changes nothing");
+}
