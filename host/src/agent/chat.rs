@@ -143,7 +143,7 @@ pub trait ChatHistory: Send + Sync {
 #[derive(Clone)]
 pub struct ChatConfig {
     /// The server's base URL, such as `http://127.0.0.1:11434`; a trailing
-    /// `/v1` (as in `https://api.openai.com/v1`) is accepted too.
+    /// `/v1` (as in `http://127.0.0.1:8000/v1`) is accepted too.
     pub base_url: String,
     /// The `model` field of every request.
     pub model: String,
