@@ -192,19 +192,23 @@ impl PolicyRuntime {
         let policy = self.active();
         self.counters.evaluations.fetch_add(1, Ordering::Relaxed);
         let value = call(&self.sandbox, &policy);
+        // A call that finishes after a swap says nothing about the revision
+        // now active: it must neither reset nor add to that one's count.
+        let still_active = Arc::ptr_eq(&policy, &self.active());
         match &value {
-            Ok(_) => self.consecutive_faults.store(0, Ordering::Relaxed),
-            Err(failure) => self.record_failure(&policy.revision, failure),
+            Ok(_) if still_active => self.consecutive_faults.store(0, Ordering::Relaxed),
+            Ok(_) => {}
+            Err(failure) => self.record_failure(&policy.revision, failure, still_active),
         }
         Evaluated { revision: policy.revision.clone(), value }
     }
 
-    fn record_failure(&self, revision: &Revision, failure: &PolicyFailure) {
+    fn record_failure(&self, revision: &Revision, failure: &PolicyFailure, still_active: bool) {
         tracing::warn!(revision = %revision.short(), "policy call failed: {failure}");
         if let Ok(mut failures) = self.counters.failures.lock() {
             *failures.entry(failure.kind()).or_default() += 1;
         }
-        if !failure.is_policy_fault() {
+        if !failure.is_policy_fault() || !still_active {
             return;
         }
         let faults = self.consecutive_faults.fetch_add(1, Ordering::Relaxed) + 1;

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, UpdateDeadline,
+};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::PolicyError;
@@ -18,7 +20,9 @@ const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// The production limits every policy call runs under.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Wall time one call (or one batch) may run before it is interrupted.
+    /// Time one call (or one batch) may run before it is interrupted:
+    /// CPU time of the calling thread, with a wall-clock backstop of ten
+    /// times this (see `Sandbox::cpu_deadline`).
     pub deadline: Duration,
     /// Linear memory a policy may grow to; beyond it `memory.grow` fails.
     pub max_memory_bytes: usize,
@@ -156,8 +160,64 @@ impl Sandbox {
         let mut store = Store::new(&self.engine, HostState { wasi, table: ResourceTable::new(), memory });
         store.limiter(|state| &mut state.memory);
         store.set_epoch_deadline(self.deadline_ticks);
+        store.epoch_deadline_callback(self.cpu_deadline());
         store
     }
+
+    /// What happens when a call reaches its deadline in wall time: it is
+    /// interrupted only if the calling thread has also spent the deadline
+    /// in CPU time (or the wall-clock backstop has passed). A call that
+    /// merely waited for a core, for example while a candidate compiles on
+    /// every core during a hot swap, gets the rest of its budget instead of
+    /// failing a decision that would have taken microseconds.
+    ///
+    /// The store must be used on the thread that created it, as every
+    /// evaluation in `eval` does.
+    fn cpu_deadline(
+        &self,
+    ) -> impl FnMut(wasmtime::StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadline> + Send + Sync + 'static
+    {
+        let budget = self.limits.deadline;
+        let backstop = budget.saturating_mul(WALL_BACKSTOP_FACTOR);
+        let started_wall = Instant::now();
+        let started_cpu = thread_cpu_time();
+        let tick_ms = EPOCH_TICK.as_millis().max(1);
+        move |_| {
+            let waited = started_wall.elapsed();
+            let spent = match (started_cpu, thread_cpu_time()) {
+                (Some(start), Some(now)) => now.saturating_sub(start),
+                _ => waited,
+            };
+            if spent >= budget || waited >= backstop {
+                return Ok(UpdateDeadline::Interrupt);
+            }
+            let left = budget.saturating_sub(spent).as_millis();
+            Ok(UpdateDeadline::Continue((left / tick_ms).max(1) as u64))
+        }
+    }
+}
+
+/// A call starved of CPU is still interrupted after this many deadlines of
+/// wall time, so a host that is overloaded cannot hang on a policy either.
+const WALL_BACKSTOP_FACTOR: u32 = 10;
+
+/// CPU time the calling thread has used, where the platform reports it.
+#[cfg(unix)]
+fn thread_cpu_time() -> Option<Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec, and CLOCK_THREAD_CPUTIME_ID
+    // is a clock every supported unix provides; the call only writes `ts`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    Some(Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?))
+}
+
+/// Elsewhere the deadline stays a wall-clock one.
+#[cfg(not(unix))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// Advances the engine's epoch every tick until the engine is dropped.

@@ -1,0 +1,194 @@
+//! A policy that behaves like the default one on ordinary input and
+//! misbehaves when the input asks it to, so it passes vetting (and can be
+//! activated) and then fails at call time in every way the host must survive.
+//!
+//! Triggers:
+//! - `extract-execution-ids`: `"loop"` spins forever, `"oom"` grows memory
+//!   without bound, `"trap"` panics, `"huge"` returns 10,000 ids, `"bad-id"`
+//!   returns a non-UUID, `"probe-env"` reports what WASI granted it (see
+//!   `probe_env`).
+//! - `decide`/`decide-batch`, by `execution.status`: `"empty-note"`,
+//!   `"huge-note"` (one byte over the host's 64 KiB cap), `"loop"`, `"oom"`,
+//!   `"trap"`.
+
+#[cfg(target_arch = "wasm32")]
+mod component {
+    use nomos_policy_default as policy;
+    use policy::types as t;
+
+    wit_bindgen::generate!({
+        world: "continuation-policy",
+        path: "../../wit",
+    });
+
+    use exports::nomos::continuation::policy::Guest;
+    use nomos::continuation::types as w;
+
+    /// One byte more than the host accepts in a note.
+    const HUGE_NOTE: usize = 64 * 1024 + 1;
+
+    struct Hostile;
+
+    impl Guest for Hostile {
+        fn extract_execution_ids(text: String) -> Vec<String> {
+            match text.as_str() {
+                "loop" => spin(),
+                "oom" => exhaust_memory(),
+                "trap" => panic!("hostile: trap requested"),
+                "huge" => (0..10_000u32)
+                    .map(|i| format!("00000000-0000-4000-8000-{i:012x}"))
+                    .collect(),
+                "bad-id" => vec!["not-a-uuid".to_string()],
+                "probe-env" => vec![probe_env()],
+                _ => policy::extract::extract_execution_ids(&text),
+            }
+        }
+
+        fn classify(status: String) -> w::StatusClass {
+            match policy::classify::classify(&status) {
+                t::StatusClass::NonTerminal => w::StatusClass::NonTerminal,
+                t::StatusClass::Terminal(t::Outcome::Completed) => {
+                    w::StatusClass::Terminal(w::Outcome::Completed)
+                }
+                t::StatusClass::Terminal(t::Outcome::Failed) => {
+                    w::StatusClass::Terminal(w::Outcome::Failed)
+                }
+                t::StatusClass::Terminal(t::Outcome::Cancelled) => {
+                    w::StatusClass::Terminal(w::Outcome::Cancelled)
+                }
+            }
+        }
+
+        fn decide(input: w::DecisionInput) -> w::Decision {
+            decide_one(input)
+        }
+
+        fn decide_batch(inputs: Vec<w::DecisionInput>) -> Vec<w::Decision> {
+            inputs.into_iter().map(decide_one).collect()
+        }
+
+        fn soul() -> String {
+            policy::soul::soul().to_string()
+        }
+
+        fn describe() -> w::PolicyInfo {
+            w::PolicyInfo {
+                name: "hostile".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                contract: policy::CONTRACT.into(),
+            }
+        }
+    }
+
+    fn decide_one(input: w::DecisionInput) -> w::Decision {
+        match input.execution.status.as_str() {
+            "empty-note" => w::Decision::Continue(String::new()),
+            "huge-note" => w::Decision::Continue("x".repeat(HUGE_NOTE)),
+            "loop" => spin(),
+            "oom" => exhaust_memory(),
+            "trap" => panic!("hostile: trap requested"),
+            _ => match policy::decide::decide(&decision_input(input)) {
+                t::Decision::Wait => w::Decision::Wait,
+                t::Decision::Continue { note } => w::Decision::Continue(note),
+                t::Decision::Drop { reason } => w::Decision::Drop(reason),
+            },
+        }
+    }
+
+    /// Busy work the optimiser cannot remove; only the host's epoch deadline
+    /// ends it.
+    fn spin() -> ! {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+
+    /// Allocates 1 MiB at a time and keeps it, until the allocator fails
+    /// (which aborts: a trap after the host refused to grow memory).
+    fn exhaust_memory() -> ! {
+        let mut hoard: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let chunk: Vec<u8> = Vec::with_capacity(1 << 20);
+            hoard.push(std::hint::black_box(chunk));
+        }
+    }
+
+    /// Tries every ambient authority a WASI program might have and reports
+    /// what it got as one UUID-shaped id, so the host's id check lets it
+    /// through and a test can read it:
+    ///
+    /// `EEEEEEEE-AAAA-4FFF-8SSS-CCCCCCCCCCCC`: E = environment variables,
+    /// A = arguments, F = bit flags (1: `read_dir("/")`, 2: `read_dir(".")`,
+    /// 4: `open("/etc/passwd")`, 8: a TCP connect succeeded), S = bytes
+    /// read from stdin, C = wall-clock seconds since the epoch. A sandbox
+    /// that grants nothing gives `00000000-0000-4000-8000-000000000000`.
+    fn probe_env() -> String {
+        use std::io::Read;
+        let env = std::env::vars().count().min(0xffff_ffff);
+        let args = std::env::args().count().min(0xffff);
+        let mut flags = 0u32;
+        if std::fs::read_dir("/").is_ok() {
+            flags |= 1;
+        }
+        if std::fs::read_dir(".").is_ok() {
+            flags |= 2;
+        }
+        if std::fs::File::open("/etc/passwd").is_ok() {
+            flags |= 4;
+        }
+        if std::net::TcpStream::connect("127.0.0.1:80").is_ok() {
+            flags |= 8;
+        }
+        let mut stdin = Vec::new();
+        let _ = std::io::stdin().take(0xfff).read_to_end(&mut stdin);
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+            .min(0xffff_ffff_ffff);
+        format!(
+            "{env:08x}-{args:04x}-4{flags:03x}-8{:03x}-{clock:012x}",
+            stdin.len()
+        )
+    }
+
+    fn timestamp(ts: w::Timestamp) -> t::Timestamp {
+        t::Timestamp {
+            seconds: ts.seconds,
+            nanoseconds: ts.nanoseconds,
+        }
+    }
+
+    fn decision_input(i: w::DecisionInput) -> t::DecisionInput {
+        t::DecisionInput {
+            now: timestamp(i.now),
+            execution: t::Execution {
+                id: i.execution.id,
+                status: i.execution.status,
+                result: i.execution.result,
+                finished_at: i.execution.finished_at.map(timestamp),
+            },
+            session: t::Session {
+                id: i.session.id,
+                window: i.session.window.map(|win| t::Window {
+                    opened_at: timestamp(win.opened_at),
+                    expires_at: timestamp(win.expires_at),
+                    route: match win.route {
+                        w::ApprovalRoute::Button => t::ApprovalRoute::Button,
+                        w::ApprovalRoute::Chat => t::ApprovalRoute::Chat,
+                        w::ApprovalRoute::Api => t::ApprovalRoute::Api,
+                    },
+                }),
+                continuations_in_window: i.session.continuations_in_window,
+                still_running: i.session.still_running,
+            },
+            attempts: i.attempts,
+        }
+    }
+
+    export!(Hostile);
+}
+
+/// The component's `wasi:cli/run`; the tests only call the typed exports.
+fn main() {}
