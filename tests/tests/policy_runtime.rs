@@ -159,7 +159,14 @@ fn a_panic_is_a_trap() {
     let trapped = failure(runtime.extract_ids("trap").value);
     assert!(matches!(trapped, PolicyFailure::Trap(_)), "{trapped:?}");
     let trapped = failure(runtime.decide_batch(&[input("trap")]).value);
-    assert!(matches!(trapped, PolicyFailure::Trap(_)), "{trapped:?}");
+    match &trapped {
+        PolicyFailure::Trap(message) => assert_eq!(
+            message,
+            "wasm trap: wasm `unreachable` instruction executed in nomos:continuation/policy@0.1.0#decide-batch",
+            "one line naming the export, no backtrace"
+        ),
+        other => panic!("expected a trap, got {other:?}"),
+    }
     assert!(trapped.is_policy_fault());
 }
 

@@ -76,10 +76,34 @@ fn classify_error(sandbox: &Sandbox, store: &Store<HostState>, e: &wasmtime::Err
     }
     match e.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::Interrupt) => PolicyFailure::Timeout(sandbox.limits.deadline.as_millis()),
-        Some(_) => PolicyFailure::Trap(format!("{e:#}")),
-        None if instantiating => PolicyFailure::Instantiate(format!("{e:#}")),
-        None => PolicyFailure::Trap(format!("{e:#}")),
+        Some(trap) => PolicyFailure::Trap(trap_line(trap, e)),
+        None if instantiating => PolicyFailure::Instantiate(one_line(e)),
+        None => PolicyFailure::Trap(one_line(e)),
     }
+}
+
+/// The trap and the export it happened in, on one line: a failure is
+/// reported in logs, rejection reasons and API bodies, where a multi-line
+/// wasm backtrace (which `{e:#}` includes) does not belong.
+fn trap_line(trap: &wasmtime::Trap, e: &wasmtime::Error) -> String {
+    let export = e
+        .downcast_ref::<wasmtime::WasmBacktrace>()
+        .and_then(|bt| bt.frames().last())
+        .and_then(|frame| frame.func_name().map(str::to_string));
+    match export {
+        Some(name) => format!("{trap} in {name}"),
+        None => trap.to_string(),
+    }
+}
+
+/// An error chain on one line, without any backtrace.
+fn one_line(e: &wasmtime::Error) -> String {
+    let text = if e.downcast_ref::<wasmtime::WasmBacktrace>().is_some() {
+        e.root_cause().to_string()
+    } else {
+        format!("{e:#}")
+    };
+    text.replace('\n', " ")
 }
 
 /// The execution ids a tool result names, checked: canonical UUIDs, at most
