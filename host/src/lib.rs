@@ -11,11 +11,13 @@
 //!   webhook and `chatWith` adapters.
 //! - [`worker`]: the continuation worker (plan, deliver), its rescuer and
 //!   its wake-ups.
+//! - [`api`]: the HTTP API (axum) a runtime beside this process calls.
 //! - [`clock`]: the injectable "now" the worker acts on.
 //! - [`metrics`]: counters and histograms for `/metrics`.
 //! - [`commands`]: the subcommands of the `nomos-continue` binary.
 
 pub mod agent;
+pub mod api;
 pub mod clock;
 pub mod commands;
 pub mod metrics;

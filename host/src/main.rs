@@ -1,10 +1,12 @@
 //! `nomos-continue`: parses the command line and hands over to the library.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use nomos_continue::commands;
+use clap::{Args, Parser, Subcommand};
+use nomos_continue::commands::{self, serve::ServeConfig};
 
 /// Auto-continuation for agent runtimes: re-invokes the agent when its
 /// asynchronous executions finish, while the operator's approval is open.
@@ -15,8 +17,61 @@ struct Cli {
     command: Cmd,
 }
 
+#[derive(Args)]
+struct DbArgs {
+    /// postgres://… or sqlite:FILE; the default is an SQLite file here.
+    #[arg(long, env = "DATABASE_URL", default_value = commands::serve::DEFAULT_DATABASE_URL)]
+    database_url: String,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The API's address; loopback by default.
+    #[arg(long, env = "NOMOS_CONTINUE_LISTEN", default_value = commands::serve::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Bearer token the API requires (every route but /healthz).
+    #[arg(long, env = "NOMOS_CONTINUE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// POST continuations and notices to this runtime webhook.
+    #[arg(long, env = "NOMOS_CONTINUE_AGENT_WEBHOOK")]
+    agent_webhook: Option<String>,
+    /// Bearer token sent to the webhook.
+    #[arg(long, env = "NOMOS_CONTINUE_AGENT_TOKEN", hide_env_values = true)]
+    agent_token: Option<String>,
+    /// A policy component to run instead of the built-in one; the file is
+    /// watched and a valid new version is swapped in without a restart.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY")]
+    policy: Option<PathBuf>,
+    /// This process's worker id (unique per replica); generated if unset.
+    #[arg(long, env = "NOMOS_CONTINUE_WORKER_ID")]
+    worker_id: Option<String>,
+    /// Fallback poll interval in milliseconds (wake-ups make it rarely matter).
+    #[arg(long, env = "NOMOS_CONTINUE_POLL_MS", default_value_t = 2000)]
+    poll_ms: u64,
+    /// Delivery lease in seconds; longer than the agent call's timeout.
+    #[arg(long, env = "NOMOS_CONTINUE_LEASE_SECS", default_value_t = 60)]
+    lease_secs: u64,
+    /// Policy file and database revision check interval in milliseconds.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_POLL_MS", default_value_t = 2000)]
+    policy_poll_ms: u64,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run the worker, the rescuer, the policy watchers and the HTTP API.
+    Serve(ServeArgs),
+    /// Apply the database migrations and exit.
+    Migrate(DbArgs),
+    /// Print a summary: one session's window, links and ledger, or the
+    /// whole deployment's counts.
+    Status {
+        #[command(flatten)]
+        db: DbArgs,
+        /// A session id.
+        session: Option<String>,
+    },
     /// Work with continuation policies (WebAssembly components).
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -52,11 +107,42 @@ enum PolicyCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NOMOS_CONTINUE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let result = match cli.command {
+        Cmd::Serve(args) => commands::serve::run(serve_config(args)).map(|()| ExitCode::SUCCESS),
+        Cmd::Migrate(db) => commands::migrate::run(&db.database_url).map(|()| ExitCode::SUCCESS),
+        Cmd::Status { db, session } => {
+            commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
+        }
         Cmd::Policy(PolicyCmd::Check { wasm }) => commands::policy::check(&wasm),
         Cmd::Policy(PolicyCmd::Test { wasm, golden_dir }) => commands::policy::test(&wasm, &golden_dir),
         Cmd::Policy(PolicyCmd::Decide { wasm }) => commands::policy::decide(&wasm),
         Cmd::Policy(PolicyCmd::Extract { wasm }) => commands::policy::extract(&wasm),
     };
     commands::exit_code(result)
+}
+
+fn serve_config(args: ServeArgs) -> ServeConfig {
+    let mut config = ServeConfig {
+        database_url: args.db.database_url,
+        listen: args.listen,
+        token: args.token,
+        agent_webhook: args.agent_webhook,
+        agent_token: args.agent_token,
+        policy: args.policy,
+        policy_poll: Duration::from_millis(args.policy_poll_ms),
+        ..ServeConfig::default()
+    };
+    if let Some(id) = args.worker_id {
+        config.worker.worker_id = id;
+    }
+    config.worker.poll_interval = Duration::from_millis(args.poll_ms);
+    config.worker.lease = Duration::from_secs(args.lease_secs);
+    config
 }

@@ -3,7 +3,11 @@
 
 use std::process::ExitCode;
 
+mod log_agent;
+pub mod migrate;
 pub mod policy;
+pub mod serve;
+pub mod status;
 
 /// Exit status for bad input, as the guest's own command line uses.
 pub const EXIT_BAD_INPUT: u8 = 2;

@@ -26,6 +26,7 @@ pub use eval::PolicyFailure;
 pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
 pub use sandbox::Limits;
 pub use vet::Vetting;
+pub use watch::DbPolicyWatcher;
 
 /// The default policy, built from `guest/` by the build script.
 pub const BUILTIN_POLICY_WASM: &[u8] = include_bytes!(env!("NOMOS_BUILTIN_POLICY"));

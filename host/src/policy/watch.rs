@@ -82,3 +82,54 @@ impl FileWatcher {
 pub fn read_policy_file(path: &std::path::Path) -> Result<Vec<u8>, PolicyError> {
     std::fs::read(path).map_err(|source| PolicyError::Read { path: path.display().to_string(), source })
 }
+
+/// Converges on the revision the database marks active, so every replica
+/// runs what one replica's `PUT /v1/policy` activated.
+pub struct DbPolicyWatcher {
+    runtime: Arc<PolicyRuntime>,
+    store: crate::store::Store,
+    interval: Duration,
+    last_rejected: Option<String>,
+}
+
+impl DbPolicyWatcher {
+    pub fn new(runtime: Arc<PolicyRuntime>, store: crate::store::Store, interval: Duration) -> Self {
+        Self { runtime, store, interval, last_rejected: None }
+    }
+
+    /// Looks at the database once.
+    pub async fn run_once(&mut self) -> WatchOutcome {
+        let active = match self.store.active_policy().await {
+            Ok(Some(active)) => active,
+            Ok(None) => return WatchOutcome::Unchanged,
+            Err(e) => return WatchOutcome::Unreadable(format!("active policy: {e}")),
+        };
+        if active.hash == self.runtime.active_revision().0 || self.last_rejected.as_deref() == Some(active.hash.as_str()) {
+            return WatchOutcome::Unchanged;
+        }
+        let runtime = self.runtime.clone();
+        let wasm = active.wasm;
+        match tokio::task::spawn_blocking(move || runtime.activate(&wasm)).await {
+            Ok(Ok(rev)) => WatchOutcome::Activated(rev),
+            Ok(Err(e)) => {
+                tracing::error!(revision = %active.hash, "database policy refused: {e}");
+                self.last_rejected = Some(active.hash.clone());
+                WatchOutcome::Rejected(Revision(active.hash), e.reasons())
+            }
+            Err(join) => WatchOutcome::Unreadable(format!("policy check panicked: {join}")),
+        }
+    }
+
+    /// Polls until `shutdown` is cancelled.
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        loop {
+            if let WatchOutcome::Unreadable(why) = self.run_once().await {
+                tracing::warn!("policy watcher: {why}");
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(self.interval) => {}
+            }
+        }
+    }
+}

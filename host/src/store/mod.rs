@@ -37,6 +37,8 @@ mod links;
 mod plan;
 mod policies;
 pub use policies::policy_hash;
+mod overview;
+pub use overview::Overview;
 mod summary;
 mod turns;
 mod types;

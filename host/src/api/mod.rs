@@ -1,0 +1,89 @@
+//! The HTTP API (axum): how a runtime beside this process links tool
+//! results, records approvals and execution states, and manages the policy.
+//!
+//! | route | effect |
+//! | --- | --- |
+//! | `POST /v1/sessions/{id}/tool-results` | extract ids with the policy, link them |
+//! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window |
+//! | `PUT /v1/executions/{id}` | record a status, wake the worker |
+//! | `GET /v1/sessions/{id}` | window, links, ledger |
+//! | `GET /v1/policy`, `PUT /v1/policy` | active revision; validate and swap |
+//! | `GET /healthz`, `GET /metrics` | liveness; Prometheus text |
+//!
+//! Every route but `/healthz` needs the bearer token when one is set.
+
+mod error;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post, put};
+use axum::Router;
+use tokio::sync::Notify;
+
+pub use error::ApiError;
+
+use crate::clock::Clock;
+use crate::metrics::Metrics;
+use crate::policy::PolicyRuntime;
+use crate::store::Store;
+
+/// Largest request body: a policy upload; JSON bodies are far smaller.
+pub const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub policy: Arc<PolicyRuntime>,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<Metrics>,
+    /// Notified after a status is recorded, so the worker skips its poll.
+    pub wake: Arc<Notify>,
+    /// The bearer token every request but `/healthz` must carry; `None`
+    /// disables the check (only sensible on loopback).
+    pub token: Option<String>,
+}
+
+/// The API's router.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/v1/sessions/{session_id}/tool-results", post(routes::link_tool_result))
+        .route("/v1/sessions/{session_id}/approvals", post(routes::decide_approval))
+        .route("/v1/sessions/{session_id}", get(routes::session))
+        .route("/v1/executions/{execution_id}", put(routes::record_execution))
+        .route("/v1/policy", get(routes::policy_info).put(routes::upload_policy))
+        .route("/metrics", get(routes::metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/healthz", get(routes::healthz))
+        .merge(api)
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Refuses a request without the configured bearer token.
+async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
+    if let Some(token) = &state.token {
+        let given = request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes())) {
+            return Err(ApiError::Unauthorized);
+        }
+    }
+    Ok(next.run(request).await)
+}
+
+/// Compares without an early exit, so timing does not reveal the token.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

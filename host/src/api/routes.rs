@@ -1,0 +1,195 @@
+//! The handlers. Each parses its input into typed values (a bad one is a
+//! 400), does one thing through the store or the policy, and answers JSON.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::error::{parse_id, parse_json, ApiError};
+use super::AppState;
+use crate::store::{Route, MAX_WINDOW};
+
+/// Runs a blocking policy call off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::PolicyUnavailable(format!("policy task failed: {e}")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ToolResult {
+    text: String,
+}
+
+/// Links every execution the tool result names to the session.
+pub(super) async fn link_tool_result(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let session_id = parse_id("session id", &session_id)?;
+    let ToolResult { text } = parse_json(&body?)?;
+    let policy = state.policy.clone();
+    let evaluated = blocking(move || policy.extract_ids(&text)).await?;
+    let ids = evaluated.value.map_err(|e| ApiError::PolicyUnavailable(e.to_string()))?;
+    let ids: Vec<Uuid> = ids.iter().map(|id| parse_id("execution id", id)).collect::<Result<_, _>>()?;
+    let outcome = state.store.link(session_id, &ids, state.clock.now()).await?;
+    Ok(Json(json!({
+        "linked": outcome.linked,
+        "already_linked": outcome.already_linked,
+        "linked_elsewhere": outcome.already_linked_elsewhere.iter()
+            .map(|(execution, session)| json!({"execution_id": execution, "session_id": session}))
+            .collect::<Vec<_>>(),
+        "policy_revision": evaluated.revision.0,
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ApprovalDecision {
+    Approve,
+    Deny,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Approval {
+    decision: ApprovalDecision,
+    #[serde(default)]
+    route: Option<String>,
+    /// Minutes the window stays open, at most 30 (the default).
+    #[serde(default)]
+    minutes: Option<i64>,
+}
+
+/// Approve by any route opens or extends the window; deny closes it.
+pub(super) async fn decide_approval(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let session_id = parse_id("session id", &session_id)?;
+    let approval: Approval = parse_json(&body?)?;
+    let now = state.clock.now();
+    match approval.decision {
+        ApprovalDecision::Approve => {
+            let route: Route = approval.route.as_deref().unwrap_or("api").parse()?;
+            let duration = approval.minutes.map_or(MAX_WINDOW, time::Duration::minutes);
+            let window = state.store.approve(session_id, route, now, duration).await?;
+            Ok(Json(json!({ "window": window })))
+        }
+        ApprovalDecision::Deny => {
+            state.store.deny(session_id, now).await?;
+            Ok(Json(json!({ "window": null })))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExecutionState {
+    status: String,
+    #[serde(default)]
+    result: String,
+}
+
+/// Records an execution's state and wakes the worker.
+pub(super) async fn record_execution(
+    State(state): State<AppState>,
+    Path(execution_id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let execution_id = parse_id("execution id", &execution_id)?;
+    let ExecutionState { status, result } = parse_json(&body?)?;
+    if status.trim().is_empty() {
+        return Err(ApiError::BadRequest("status must not be empty".into()));
+    }
+    let policy = state.policy.clone();
+    let probe = status.clone();
+    let class = blocking(move || policy.classify(&probe)).await?.value;
+    let finished = matches!(class, Ok(nomos_policy_default::types::StatusClass::Terminal(_)));
+    let execution = state
+        .store
+        .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
+        .await?;
+    state.wake.notify_one();
+    Ok(Json(json!({ "execution": execution, "terminal": finished })))
+}
+
+/// The session's window, links and ledger; 404 if nothing is known of it.
+pub(super) async fn session(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let session_id = parse_id("session id", &session_id)?;
+    let summary = state.store.session_summary(session_id).await?;
+    if summary.is_empty() {
+        return Err(ApiError::NotFound(format!("nothing is known of session {session_id}")));
+    }
+    Ok(Json(json!(summary)))
+}
+
+/// The active revision and the runtime's counters.
+pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let policy = state.policy.clone();
+    let described = blocking(move || policy.describe()).await?;
+    let stats = state.policy.stats();
+    Ok(Json(json!({
+        "revision": described.revision.0,
+        "policy": described.value.ok(),
+        "evaluations": stats.evaluations,
+        "failures": stats.failures,
+        "swaps": stats.swaps,
+        "rejected_candidates": stats.rejected_candidates,
+        "fallbacks": stats.fallbacks,
+    })))
+}
+
+/// Validates an uploaded component and swaps it in; records it in the
+/// database so every replica converges on it.
+pub(super) async fn upload_policy(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let bytes = body?;
+    if bytes.is_empty() {
+        return Err(ApiError::BadRequest("the body must be the policy component's bytes".into()));
+    }
+    let policy = state.policy.clone();
+    let wasm = bytes.to_vec();
+    let checked = blocking(move || {
+        let checked = policy.check(&wasm)?;
+        policy.activate(&wasm)?;
+        Ok::<_, crate::policy::PolicyError>((checked, wasm))
+    })
+    .await?;
+    let ((revision, info), wasm) = checked.map_err(|e| ApiError::PolicyRejected(e.reasons()))?;
+    let now = state.clock.now();
+    state.store.save_policy_revision(&revision.0, &wasm, &info.name, &info.version, now).await?;
+    state.store.activate_policy(&revision.0, now).await?;
+    Ok(Json(json!({ "revision": revision.0, "policy": info })))
+}
+
+pub(super) async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let text = state.metrics.render(&state.policy.stats(), &state.policy.active_revision().0);
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
+pub(super) async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route".into())
+}
+
+pub(super) async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

@@ -1,0 +1,18 @@
+//! `nomos-continue migrate`: applies the migrations and exits.
+
+use anyhow::{Context, Result};
+
+use crate::store::Store;
+
+/// Applies every pending migration and prints the versions applied.
+pub fn run(database_url: &str) -> Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
+    runtime.block_on(async {
+        let store = Store::connect(database_url).await.context("connect to the database")?;
+        store.migrate().await.context("migrate the database")?;
+        let applied = store.applied_migrations().await?;
+        println!("migrations applied: {applied:?}");
+        store.close().await;
+        Ok(())
+    })
+}
