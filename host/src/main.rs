@@ -56,6 +56,11 @@ struct ServeArgs {
     /// Policy file and database revision check interval in milliseconds.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY_POLL_MS", default_value_t = 2000)]
     policy_poll_ms: u64,
+    /// Do not LISTEN for PostgreSQL wake-ups: the worker finds work by its
+    /// poll alone (for deployments whose pooler drops LISTEN, and to test
+    /// that correctness never depends on a wake-up).
+    #[arg(long, env = "NOMOS_CONTINUE_NO_WAKE_LISTENER")]
+    no_wake_listener: bool,
 }
 
 #[derive(Subcommand)]
@@ -137,6 +142,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         agent_token: args.agent_token,
         policy: args.policy,
         policy_poll: Duration::from_millis(args.policy_poll_ms),
+        wake_listener: !args.no_wake_listener,
         ..ServeConfig::default()
     };
     if let Some(id) = args.worker_id {

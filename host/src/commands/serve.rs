@@ -43,6 +43,9 @@ pub struct ServeConfig {
     /// checked.
     pub policy_poll: Duration,
     pub rescue_interval: Duration,
+    /// LISTEN for PostgreSQL wake-ups; `false` leaves the worker to its
+    /// poll (and the API's in-process signal).
+    pub wake_listener: bool,
 }
 
 impl Default for ServeConfig {
@@ -58,6 +61,7 @@ impl Default for ServeConfig {
             limits: Limits::default(),
             policy_poll: Duration::from_secs(2),
             rescue_interval: Duration::from_secs(15),
+            wake_listener: true,
         }
     }
 }
@@ -109,7 +113,9 @@ pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<(
     println!("nomos-continue listening on http://{bound} (worker {}, policy {})", config.worker.worker_id, policy.active_revision().short());
 
     let mut tasks = tokio::task::JoinSet::new();
-    if let Some(handle) = spawn_pg_listener(&store, worker.waker(), shutdown.clone()) {
+    let listener_task =
+        if config.wake_listener { spawn_pg_listener(&store, worker.waker(), shutdown.clone()) } else { None };
+    if let Some(handle) = listener_task {
         tasks.spawn(async move {
             let _ = handle.await;
         });
