@@ -14,12 +14,14 @@
 //! - [`api`]: the HTTP API (axum) a runtime beside this process calls.
 //! - [`clock`]: the injectable "now" the worker acts on.
 //! - [`metrics`]: counters and histograms for `/metrics`.
+//! - [`demo`]: the seed's scenario replayed end to end (`nomos-continue demo`).
 //! - [`commands`]: the subcommands of the `nomos-continue` binary.
 
 pub mod agent;
 pub mod api;
 pub mod clock;
 pub mod commands;
+pub mod demo;
 pub mod metrics;
 pub mod policy;
 pub mod store;

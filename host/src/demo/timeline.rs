@@ -1,0 +1,60 @@
+//! The demo's timeline: each event with its time since the start and who
+//! acted, printed as it happens.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Who did something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor {
+    Operator,
+    Agent,
+    Executor,
+    System,
+}
+
+impl Actor {
+    fn label(self) -> &'static str {
+        match self {
+            Actor::Operator => "operator",
+            Actor::Agent => "agent",
+            Actor::Executor => "executor",
+            Actor::System => "nomos-continue",
+        }
+    }
+}
+
+/// One line of the timeline.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub millis: u128,
+    pub actor: Actor,
+    pub text: String,
+}
+
+/// Collects and prints events.
+pub struct Timeline {
+    start: Instant,
+    events: Mutex<Vec<Event>>,
+    quiet: bool,
+}
+
+impl Timeline {
+    pub fn new(quiet: bool) -> Self {
+        Self { start: Instant::now(), events: Mutex::new(Vec::new()), quiet }
+    }
+
+    pub fn record(&self, actor: Actor, text: impl Into<String>) {
+        let event = Event { millis: self.start.elapsed().as_millis(), actor, text: text.into() };
+        if !self.quiet {
+            println!("{:>7.3}s  {:<14} {}", event.millis as f64 / 1000.0, event.actor.label(), event.text);
+        }
+        if let Ok(mut events) = self.events.lock() {
+            events.push(event);
+        }
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
