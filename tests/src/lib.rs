@@ -2,3 +2,4 @@
 pub mod agents;
 pub mod db;
 pub mod http;
+pub mod replica;

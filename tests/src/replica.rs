@@ -1,0 +1,296 @@
+//! Real `nomos-continue serve` processes, for the fault tests
+//! (`tests/tests/worker_faults.rs`): several replicas on one database, each
+//! killed with SIGKILL when the test says so.
+//!
+//! Why real processes: "a crash at any point loses nothing" is a claim about
+//! what is in the database when a process vanishes without unwinding, which
+//! an in-process task that is merely dropped does not exercise (its
+//! destructors run, its connections close politely).
+//!
+//! The binary is built once per test process with the same cargo and profile
+//! as the test itself (a no-op when it is fresh), because a test crate cannot
+//! name another package's binary through `CARGO_BIN_EXE_*`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use uuid::Uuid;
+
+/// How long a replica may take to print its address (debug build, policy
+/// compilation, migrations already applied by the test).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The `nomos-continue` binary next to this test executable, built (or
+/// found fresh) once per process.
+///
+/// Panics if the build fails: every fault test needs it.
+pub fn binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(build_binary).clone()
+}
+
+fn build_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+    // target/<profile>/deps/<test> → target/<profile>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("unexpected test executable path {}", exe.display()))
+        .to_path_buf();
+    let target_dir = profile_dir
+        .parent()
+        .unwrap_or_else(|| panic!("no target dir above {}", profile_dir.display()));
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let mut cargo = std::process::Command::new(env!("CARGO"));
+    cargo
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "nomos-continue",
+            "--bin",
+            "nomos-continue",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cargo.arg("--release");
+    }
+    let status = cargo
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo build for nomos-continue: {e}"));
+    assert!(
+        status.success(),
+        "cargo build -p nomos-continue failed: {status}"
+    );
+    let binary = profile_dir.join(format!("nomos-continue{}", std::env::consts::EXE_SUFFIX));
+    assert!(binary.exists(), "no binary at {}", binary.display());
+    binary
+}
+
+/// How to start one replica.
+#[derive(Debug, Clone)]
+pub struct ReplicaOptions {
+    /// The database (already migrated by the test).
+    pub database_url: String,
+    /// The agent webhook URL.
+    pub webhook: String,
+    /// `--worker-id`.
+    pub worker_id: String,
+    /// `--poll-ms`.
+    pub poll_ms: u64,
+    /// `--lease-secs`.
+    pub lease_secs: u64,
+    /// `false` passes `--no-wake-listener`.
+    pub wake_listener: bool,
+}
+
+impl ReplicaOptions {
+    /// A replica with a 100 ms poll, a 1 s lease and the wake listener on.
+    pub fn new(database_url: &str, webhook: &str, worker_id: &str) -> Self {
+        ReplicaOptions {
+            database_url: database_url.to_owned(),
+            webhook: webhook.to_owned(),
+            worker_id: worker_id.to_owned(),
+            poll_ms: 100,
+            lease_secs: 1,
+            wake_listener: true,
+        }
+    }
+}
+
+/// A running `nomos-continue serve`. Dropping it kills the process
+/// (SIGKILL); if the test is panicking, its stderr is printed first.
+pub struct Replica {
+    child: Child,
+    /// Where its API listens.
+    pub addr: SocketAddr,
+    /// Its `--worker-id`.
+    pub worker_id: String,
+    client: reqwest::Client,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Replica {
+    /// Spawns the binary and waits for its "listening on" line.
+    pub async fn start(options: &ReplicaOptions) -> Replica {
+        let mut command = Command::new(binary());
+        command
+            .arg("serve")
+            .args(["--database-url", &options.database_url])
+            .args(["--listen", "127.0.0.1:0"])
+            .args(["--agent-webhook", &options.webhook])
+            .args(["--worker-id", &options.worker_id])
+            .args(["--poll-ms", &options.poll_ms.to_string()])
+            .args(["--lease-secs", &options.lease_secs.to_string()])
+            .env_remove("NOMOS_CONTINUE_TOKEN")
+            .env_remove("NOMOS_CONTINUE_AGENT_TOKEN")
+            .env_remove("NOMOS_CONTINUE_POLICY")
+            .env_remove("NOMOS_CONTINUE_NO_WAKE_LISTENER")
+            .env("NOMOS_CONTINUE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if !options.wake_listener {
+            command.arg("--no-wake-listener");
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary().display()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(pipe) = child.stderr.take() {
+            let sink = Arc::clone(&stderr);
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    sink.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(line);
+                }
+            });
+        }
+        let stdout = child
+            .stdout
+            .take()
+            .unwrap_or_else(|| panic!("replica {} has no stdout", options.worker_id));
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = tokio::time::timeout(START_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(addr) = parse_listening(&line) {
+                    return Some(addr);
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(addr) = addr else {
+            let _ = child.start_kill();
+            let log = stderr
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .join("\n");
+            panic!(
+                "replica {} did not report its address:\n{log}",
+                options.worker_id
+            );
+        };
+        // Keep draining stdout so the process never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Replica {
+            child,
+            addr,
+            worker_id: options.worker_id.clone(),
+            client: reqwest::Client::new(),
+            stderr,
+        }
+    }
+
+    /// SIGKILL (what `kill -9` sends) and wait until the process is gone:
+    /// no destructor, no graceful shutdown, leases left as they were.
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Value {
+        let response = request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{what} on {}: {e}", self.worker_id));
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(
+            status.is_success(),
+            "{what} on {}: {status} {body}",
+            self.worker_id
+        );
+        body
+    }
+
+    /// `POST /v1/sessions/{id}/approvals` (approve, by button).
+    pub async fn approve(&self, session: Uuid) {
+        let url = self.url(&format!("/v1/sessions/{session}/approvals"));
+        let body = json!({"decision": "approve", "route": "button"});
+        self.send(self.client.post(url).json(&body), "approve")
+            .await;
+    }
+
+    /// `POST /v1/sessions/{id}/tool-results` with a text naming `executions`;
+    /// asserts they were all linked.
+    pub async fn link(&self, session: Uuid, executions: &[Uuid]) {
+        let text = executions
+            .iter()
+            .map(|id| format!("running, execution {id}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let url = self.url(&format!("/v1/sessions/{session}/tool-results"));
+        let body = self
+            .send(self.client.post(url).json(&json!({"text": text})), "link")
+            .await;
+        let linked = body["linked"].as_array().map_or(0, Vec::len);
+        assert_eq!(linked, executions.len(), "link answered {body}");
+    }
+
+    /// `PUT /v1/executions/{id}`.
+    pub async fn put_status(&self, execution: Uuid, status: &str, result: &str) {
+        let url = self.url(&format!("/v1/executions/{execution}"));
+        let body = json!({"status": status, "result": result});
+        self.send(self.client.put(url).json(&body), "put status")
+            .await;
+    }
+
+    /// `GET /v1/sessions/{id}`.
+    pub async fn session(&self, session: Uuid) -> Value {
+        let url = self.url(&format!("/v1/sessions/{session}"));
+        self.send(self.client.get(url), "get session").await
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        if std::thread::panicking() {
+            let log = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+            eprintln!(
+                "--- stderr of replica {} ---\n{}",
+                self.worker_id,
+                log.join("\n")
+            );
+        }
+    }
+}
+
+/// The address in `nomos-continue listening on http://ADDR (…)`.
+fn parse_listening(line: &str) -> Option<SocketAddr> {
+    let rest = line.split("listening on http://").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_listening;
+
+    #[test]
+    fn the_listening_line_yields_the_address() {
+        let line = "nomos-continue listening on http://127.0.0.1:4321 (worker w1, policy abc)";
+        assert_eq!(
+            parse_listening(line),
+            Some("127.0.0.1:4321".parse().unwrap())
+        );
+        assert_eq!(parse_listening("something else"), None);
+    }
+}
