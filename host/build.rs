@@ -17,6 +17,9 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let workspace = manifest_dir.parent().expect("host/ sits in the workspace").to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // `sqlx::migrate!` embeds the migrations at compile time but cannot
+    // tell cargo to rebuild when one is added; this line does.
+    println!("cargo:rerun-if-changed={}", workspace.join("migrations").display());
     for watched in ["guest/src", "guest/Cargo.toml", "wit"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }

@@ -35,8 +35,18 @@ struct ServeArgs {
     #[arg(long, env = "NOMOS_CONTINUE_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// POST continuations and notices to this runtime webhook.
-    #[arg(long, env = "NOMOS_CONTINUE_AGENT_WEBHOOK")]
+    #[arg(long, env = "NOMOS_CONTINUE_AGENT_WEBHOOK", conflicts_with = "agent_openai")]
     agent_webhook: Option<String>,
+    /// Built-in chatWith: call this OpenAI-compatible chat endpoint with the
+    /// session's stored history (record turns with POST /v1/sessions/{id}/turns).
+    #[arg(long, env = "NOMOS_CONTINUE_AGENT_OPENAI")]
+    agent_openai: Option<String>,
+    /// The model chatWith asks for.
+    #[arg(long, env = "NOMOS_CONTINUE_OPENAI_MODEL", default_value = commands::serve::DEFAULT_OPENAI_MODEL)]
+    openai_model: String,
+    /// API key sent to the chatWith endpoint as a bearer token.
+    #[arg(long, env = "NOMOS_CONTINUE_OPENAI_KEY", hide_env_values = true)]
+    openai_key: Option<String>,
     /// Bearer token sent to the webhook.
     #[arg(long, env = "NOMOS_CONTINUE_AGENT_TOKEN", hide_env_values = true)]
     agent_token: Option<String>,
@@ -66,7 +76,8 @@ struct ServeArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the worker, the rescuer, the policy watchers and the HTTP API.
-    Serve(ServeArgs),
+    // Boxed: the flags make this variant far larger than the others.
+    Serve(Box<ServeArgs>),
     /// Apply the database migrations and exit.
     Migrate(DbArgs),
     /// Print a summary: one session's window, links and ledger, or the
@@ -120,7 +131,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.command {
-        Cmd::Serve(args) => commands::serve::run(serve_config(args)).map(|()| ExitCode::SUCCESS),
+        Cmd::Serve(args) => commands::serve::run(serve_config(*args)).map(|()| ExitCode::SUCCESS),
         Cmd::Migrate(db) => commands::migrate::run(&db.database_url).map(|()| ExitCode::SUCCESS),
         Cmd::Status { db, session } => {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
@@ -140,6 +151,9 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         token: args.token,
         agent_webhook: args.agent_webhook,
         agent_token: args.agent_token,
+        agent_openai: args.agent_openai,
+        openai_model: args.openai_model,
+        openai_key: args.openai_key,
         policy: args.policy,
         policy_poll: Duration::from_millis(args.policy_poll_ms),
         wake_listener: !args.no_wake_listener,

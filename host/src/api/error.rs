@@ -67,10 +67,14 @@ impl IntoResponse for ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::PolicyRejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         };
         let body = match &self {
-            ApiError::PolicyRejected(reasons) => json!({ "error": self.to_string(), "reasons": reasons }),
+            ApiError::PolicyRejected(reasons) => {
+                json!({ "error": self.to_string(), "reasons": reasons })
+            }
             _ => json!({ "error": self.to_string() }),
         };
         (status, Json(body)).into_response()
@@ -79,10 +83,12 @@ impl IntoResponse for ApiError {
 
 /// Parses a JSON body, naming what is wrong with it.
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
 }
 
 /// Parses a path segment as a UUID.
 pub fn parse_id(what: &str, text: &str) -> Result<uuid::Uuid, ApiError> {
-    crate::store::parse_uuid(text).map_err(|_| ApiError::BadRequest(format!("{what} {text:?} is not a UUID")))
+    crate::store::parse_uuid(text)
+        .map_err(|_| ApiError::BadRequest(format!("{what} {text:?} is not a UUID")))
 }

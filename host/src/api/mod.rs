@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | `POST /v1/sessions/{id}/tool-results` | extract ids with the policy, link them |
 //! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window |
+//! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker |
 //! | `GET /v1/sessions/{id}` | window, links, ledger |
 //! | `GET /v1/policy`, `PUT /v1/policy` | active revision; validate and swap |
@@ -52,11 +53,24 @@ pub struct AppState {
 /// The API's router.
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
-        .route("/v1/sessions/{session_id}/tool-results", post(routes::link_tool_result))
-        .route("/v1/sessions/{session_id}/approvals", post(routes::decide_approval))
+        .route(
+            "/v1/sessions/{session_id}/tool-results",
+            post(routes::link_tool_result),
+        )
+        .route(
+            "/v1/sessions/{session_id}/approvals",
+            post(routes::decide_approval),
+        )
+        .route("/v1/sessions/{session_id}/turns", post(routes::record_turn))
         .route("/v1/sessions/{session_id}", get(routes::session))
-        .route("/v1/executions/{execution_id}", put(routes::record_execution))
-        .route("/v1/policy", get(routes::policy_info).put(routes::upload_policy))
+        .route(
+            "/v1/executions/{execution_id}",
+            put(routes::record_execution),
+        )
+        .route(
+            "/v1/policy",
+            get(routes::policy_info).put(routes::upload_policy),
+        )
         .route("/metrics", get(routes::metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
@@ -69,7 +83,11 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Refuses a request without the configured bearer token.
-async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
+async fn require_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     if let Some(token) = &state.token {
         let given = request
             .headers()

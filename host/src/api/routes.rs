@@ -13,10 +13,12 @@ use uuid::Uuid;
 
 use super::error::{parse_id, parse_json, ApiError};
 use super::AppState;
-use crate::store::{Route, MAX_WINDOW};
+use crate::store::{Role, Route, MAX_WINDOW};
 
 /// Runs a blocking policy call off the async threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ApiError::PolicyUnavailable(format!("policy task failed: {e}")))
@@ -38,9 +40,17 @@ pub(super) async fn link_tool_result(
     let ToolResult { text } = parse_json(&body?)?;
     let policy = state.policy.clone();
     let evaluated = blocking(move || policy.extract_ids(&text)).await?;
-    let ids = evaluated.value.map_err(|e| ApiError::PolicyUnavailable(e.to_string()))?;
-    let ids: Vec<Uuid> = ids.iter().map(|id| parse_id("execution id", id)).collect::<Result<_, _>>()?;
-    let outcome = state.store.link(session_id, &ids, state.clock.now()).await?;
+    let ids = evaluated
+        .value
+        .map_err(|e| ApiError::PolicyUnavailable(e.to_string()))?;
+    let ids: Vec<Uuid> = ids
+        .iter()
+        .map(|id| parse_id("execution id", id))
+        .collect::<Result<_, _>>()?;
+    let outcome = state
+        .store
+        .link(session_id, &ids, state.clock.now())
+        .await?;
     Ok(Json(json!({
         "linked": outcome.linked,
         "already_linked": outcome.already_linked,
@@ -82,7 +92,10 @@ pub(super) async fn decide_approval(
         ApprovalDecision::Approve => {
             let route: Route = approval.route.as_deref().unwrap_or("api").parse()?;
             let duration = approval.minutes.map_or(MAX_WINDOW, time::Duration::minutes);
-            let window = state.store.approve(session_id, route, now, duration).await?;
+            let window = state
+                .store
+                .approve(session_id, route, now, duration)
+                .await?;
             Ok(Json(json!({ "window": window })))
         }
         ApprovalDecision::Deny => {
@@ -114,13 +127,47 @@ pub(super) async fn record_execution(
     let policy = state.policy.clone();
     let probe = status.clone();
     let class = blocking(move || policy.classify(&probe)).await?.value;
-    let finished = matches!(class, Ok(nomos_policy_default::types::StatusClass::Terminal(_)));
+    let finished = matches!(
+        class,
+        Ok(nomos_policy_default::types::StatusClass::Terminal(_))
+    );
     let execution = state
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
         .await?;
     state.wake.notify_one();
-    Ok(Json(json!({ "execution": execution, "terminal": finished })))
+    Ok(Json(
+        json!({ "execution": execution, "terminal": finished }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TurnBody {
+    role: String,
+    content: String,
+}
+
+/// Records a turn of the session's chat as it happened (the operator's
+/// message, the agent's reply, the system prompt), so the built-in
+/// `chatWith` has a history to replay. A runtime with its own agent (the
+/// webhook) need not call this.
+pub(super) async fn record_turn(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let session_id = parse_id("session id", &session_id)?;
+    let TurnBody { role, content } = parse_json(&body?)?;
+    let role: Role = role.parse()?;
+    if content.trim().is_empty() {
+        return Err(ApiError::BadRequest("content must not be empty".into()));
+    }
+    let turn = state
+        .store
+        .append_turn(session_id, role, &content, state.clock.now())
+        .await?;
+    Ok(Json(json!({ "turn": turn })))
 }
 
 /// The session's window, links and ledger; 404 if nothing is known of it.
@@ -131,7 +178,9 @@ pub(super) async fn session(
     let session_id = parse_id("session id", &session_id)?;
     let summary = state.store.session_summary(session_id).await?;
     if summary.is_empty() {
-        return Err(ApiError::NotFound(format!("nothing is known of session {session_id}")));
+        return Err(ApiError::NotFound(format!(
+            "nothing is known of session {session_id}"
+        )));
     }
     Ok(Json(json!(summary)))
 }
@@ -160,7 +209,9 @@ pub(super) async fn upload_policy(
 ) -> Result<Json<Value>, ApiError> {
     let bytes = body?;
     if bytes.is_empty() {
-        return Err(ApiError::BadRequest("the body must be the policy component's bytes".into()));
+        return Err(ApiError::BadRequest(
+            "the body must be the policy component's bytes".into(),
+        ));
     }
     let policy = state.policy.clone();
     let wasm = bytes.to_vec();
@@ -172,7 +223,10 @@ pub(super) async fn upload_policy(
     .await?;
     let ((revision, info), wasm) = checked.map_err(|e| ApiError::PolicyRejected(e.reasons()))?;
     let now = state.clock.now();
-    state.store.save_policy_revision(&revision.0, &wasm, &info.name, &info.version, now).await?;
+    state
+        .store
+        .save_policy_revision(&revision.0, &wasm, &info.name, &info.version, now)
+        .await?;
     state.store.activate_policy(&revision.0, now).await?;
     Ok(Json(json!({ "revision": revision.0, "policy": info })))
 }
@@ -182,7 +236,9 @@ pub(super) async fn healthz() -> Json<Value> {
 }
 
 pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let text = state.metrics.render(&state.policy.stats(), &state.policy.active_revision().0);
+    let text = state
+        .metrics
+        .render(&state.policy.stats(), &state.policy.active_revision().0);
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, WebhookAgent, WebhookConfig};
+use crate::agent::{Agent, ChatAgent, ChatConfig, WebhookAgent, WebhookConfig};
 use crate::api::{self, AppState};
 use crate::clock::{Clock, SystemClock};
 use crate::metrics::Metrics;
@@ -24,6 +24,10 @@ use super::log_agent::LogAgent;
 pub const DEFAULT_DATABASE_URL: &str = "sqlite:nomos-continue.db";
 /// The default API address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
+/// The model `chatWith` asks for when none is named: a common name that
+/// OpenAI and most compatible servers (vLLM, llama.cpp aliases) accept;
+/// local servers usually want `--openai-model` set to what they serve.
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
 
 /// Everything `serve` can be told.
 #[derive(Debug, Clone)]
@@ -35,6 +39,13 @@ pub struct ServeConfig {
     pub agent_webhook: Option<String>,
     /// The bearer token for the webhook.
     pub agent_token: Option<String>,
+    /// An OpenAI-compatible chat endpoint for the built-in `chatWith`
+    /// (history from the store); exclusive with `agent_webhook`.
+    pub agent_openai: Option<String>,
+    /// The `model` of every chat request.
+    pub openai_model: String,
+    /// Sent as the chat endpoint's bearer token.
+    pub openai_key: Option<String>,
     /// A policy file, watched for changes; `None` is the built-in policy.
     pub policy: Option<PathBuf>,
     pub worker: WorkerConfig,
@@ -56,6 +67,9 @@ impl Default for ServeConfig {
             token: None,
             agent_webhook: None,
             agent_token: None,
+            agent_openai: None,
+            openai_model: DEFAULT_OPENAI_MODEL.into(),
+            openai_key: None,
             policy: None,
             worker: WorkerConfig::default(),
             limits: Limits::default(),
@@ -98,35 +112,62 @@ async fn wait_for_signal() {
 
 /// Builds everything from `config` and runs it until `shutdown`.
 pub async fn serve(config: ServeConfig, shutdown: CancellationToken) -> Result<()> {
-    let store = Store::connect(&config.database_url).await.context("connect to the database")?;
+    let store = Store::connect(&config.database_url)
+        .await
+        .context("connect to the database")?;
     store.migrate().await.context("migrate the database")?;
     let policy = Arc::new(load_policy(&config)?);
-    let agent = build_agent(&config)?;
+    let agent = build_agent(&config, &store)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let metrics = Arc::new(Metrics::default());
-    let worker = Worker::new(store.clone(), policy.clone(), agent, clock.clone(), config.worker.clone(), metrics.clone());
+    let worker = Worker::new(
+        store.clone(),
+        policy.clone(),
+        agent,
+        clock.clone(),
+        config.worker.clone(),
+        metrics.clone(),
+    );
 
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listen on {}", config.listen))?;
     let bound = listener.local_addr().context("bound address")?;
-    println!("nomos-continue listening on http://{bound} (worker {}, policy {})", config.worker.worker_id, policy.active_revision().short());
+    println!(
+        "nomos-continue listening on http://{bound} (worker {}, policy {})",
+        config.worker.worker_id,
+        policy.active_revision().short()
+    );
 
     let mut tasks = tokio::task::JoinSet::new();
-    let listener_task =
-        if config.wake_listener { spawn_pg_listener(&store, worker.waker(), shutdown.clone()) } else { None };
+    let listener_task = if config.wake_listener {
+        spawn_pg_listener(&store, worker.waker(), shutdown.clone())
+    } else {
+        None
+    };
     if let Some(handle) = listener_task {
         tasks.spawn(async move {
             let _ = handle.await;
         });
     }
     tasks.spawn(worker.clone().run(shutdown.clone()));
-    let rescuer = Rescuer::new(store.clone(), clock.clone(), metrics.clone(), config.rescue_interval);
+    let rescuer = Rescuer::new(
+        store.clone(),
+        clock.clone(),
+        metrics.clone(),
+        config.rescue_interval,
+    );
     tasks.spawn(rescuer.run(shutdown.clone()));
     if let Some(path) = &config.policy {
-        tasks.spawn(FileWatcher::new(policy.clone(), path.clone(), config.policy_poll).run(shutdown.clone()));
+        tasks.spawn(
+            FileWatcher::new(policy.clone(), path.clone(), config.policy_poll)
+                .run(shutdown.clone()),
+        );
     }
-    tasks.spawn(DbPolicyWatcher::new(policy.clone(), store.clone(), config.policy_poll).run(shutdown.clone()));
+    tasks.spawn(
+        DbPolicyWatcher::new(policy.clone(), store.clone(), config.policy_poll)
+            .run(shutdown.clone()),
+    );
 
     let state = AppState {
         store: store.clone(),
@@ -158,14 +199,32 @@ fn load_policy(config: &ServeConfig) -> Result<PolicyRuntime> {
     }
 }
 
-fn build_agent(config: &ServeConfig) -> Result<Arc<dyn Agent>> {
-    match &config.agent_webhook {
-        Some(url) => {
+/// The webhook, `chatWith` over the store's history, or (neither set) the
+/// agent that prints. Both set is refused rather than one silently winning.
+fn build_agent(config: &ServeConfig, store: &Store) -> Result<Arc<dyn Agent>> {
+    match (&config.agent_webhook, &config.agent_openai) {
+        (Some(_), Some(_)) => {
+            anyhow::bail!("--agent-webhook and --agent-openai exclude each other")
+        }
+        (Some(url), None) => {
             let mut webhook = WebhookConfig::new(url.clone());
             webhook.token = config.agent_token.clone();
-            Ok(Arc::new(WebhookAgent::new(webhook).context("configure the agent webhook")?))
+            Ok(Arc::new(
+                WebhookAgent::new(webhook).context("configure the agent webhook")?,
+            ))
         }
-        None => {
+        (None, Some(url)) => {
+            let mut chat = ChatConfig::new(url.clone(), config.openai_model.clone());
+            chat.api_key = config.openai_key.clone();
+            let agent =
+                ChatAgent::new(chat, Arc::new(store.clone())).context("configure chatWith")?;
+            tracing::info!(
+                endpoint = agent.endpoint(),
+                "chatWith: history from the store"
+            );
+            Ok(Arc::new(agent))
+        }
+        (None, None) => {
             tracing::warn!("no agent configured: continuations are printed on stdout");
             Ok(Arc::new(LogAgent))
         }

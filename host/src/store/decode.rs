@@ -203,6 +203,7 @@ pub(crate) fn turn<R: RowExt>(r: &R) -> Result<Turn> {
         session_id: r.uuid("session_id")?,
         role: r.parsed("role")?,
         content: r.text("content")?,
+        idempotency_key: r.opt_text("idempotency_key")?,
         created_at: r.time("created_at")?,
     })
 }

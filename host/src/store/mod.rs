@@ -30,6 +30,8 @@
 //!   Every refusal rolls back, so nothing is ever half written.
 
 pub mod bench;
+mod chat_history;
+pub use chat_history::SessionNotice;
 mod decode;
 mod deliveries;
 mod executions;

@@ -7,7 +7,8 @@ use super::decode;
 use super::types::{Role, Turn};
 use super::{micros, trunc, Db, Result, Store};
 
-const COLS: &str = "id, session_id, role, content, created_at";
+/// The columns [`decode::turn`] reads; shared with `chat_history`.
+pub(super) const TURN_COLS: &str = "id, session_id, role, content, idempotency_key, created_at";
 
 impl Store {
     /// Appends a real turn (the operator's message or the agent's reply) to a
@@ -26,7 +27,7 @@ impl Store {
             Db::Pg(pool) => {
                 let sql = format!(
                     "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
-                     VALUES ($1, $2, $3, $4) RETURNING {COLS}"
+                     VALUES ($1, $2, $3, $4) RETURNING {TURN_COLS}"
                 );
                 let row = sqlx::query(&sql)
                     .bind(session_id)
@@ -40,7 +41,7 @@ impl Store {
             Db::Lite(pool) => {
                 let sql = format!(
                     "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
-                     VALUES (?1, ?2, ?3, ?4) RETURNING {COLS}"
+                     VALUES (?1, ?2, ?3, ?4) RETURNING {TURN_COLS}"
                 );
                 let row = sqlx::query(&sql)
                     .bind(session_id.to_string())
@@ -60,14 +61,14 @@ impl Store {
         match &self.db {
             Db::Pg(pool) => {
                 let sql = format!(
-                    "SELECT {COLS} FROM nomos_chat_turns WHERE session_id = $1 ORDER BY id"
+                    "SELECT {TURN_COLS} FROM nomos_chat_turns WHERE session_id = $1 ORDER BY id"
                 );
                 let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
                 rows.iter().map(decode::turn).collect()
             }
             Db::Lite(pool) => {
                 let sql = format!(
-                    "SELECT {COLS} FROM nomos_chat_turns WHERE session_id = ?1 ORDER BY id"
+                    "SELECT {TURN_COLS} FROM nomos_chat_turns WHERE session_id = ?1 ORDER BY id"
                 );
                 let rows = sqlx::query(&sql)
                     .bind(session_id.to_string())

@@ -433,6 +433,9 @@ pub struct Turn {
     pub role: Role,
     /// What was said.
     pub content: String,
+    /// The continuation an assistant reply answers (`chatWith`); `None` for
+    /// turns the operator recorded.
+    pub idempotency_key: Option<String>,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,

@@ -10,11 +10,12 @@ use uuid::Uuid;
 
 use super::{at, planned, ready_session, t0};
 
-const NOMOS_TABLES: [&str; 7] = [
+const NOMOS_TABLES: [&str; 8] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
     "nomos_deliveries",
+    "nomos_notices",
     "nomos_plan_executions",
     "nomos_policy_active",
     "nomos_policy_revisions",
@@ -35,8 +36,8 @@ pub async fn migrations_up_down_up(store: Store) {
         .filter(|m| m.migration_type.is_up_migration())
         .map(|m| m.version)
         .collect();
-    assert_eq!(ups, (17..=23).collect::<Vec<_>>());
-    for v in 17..=23 {
+    assert_eq!(ups, (17..=24).collect::<Vec<_>>());
+    for v in 17..=24 {
         assert!(
             migrator
                 .iter()

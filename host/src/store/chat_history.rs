@@ -1,0 +1,266 @@
+//! The store as the `chatWith` adapter's [`ChatHistory`]: replies appended
+//! once per continuation key, and operator notices kept where the replay
+//! never looks (migration 024).
+//!
+//! # Why the key is on the turn and notices have their own table
+//!
+//! A continuation can be delivered again with the same idempotency key (a
+//! crash between the model's reply and the worker's commit, or two deliveries
+//! racing after a lease expired). Storing the key with the assistant's reply,
+//! under a unique index on `(session_id, idempotency_key)`, lets the database
+//! refuse the second reply instead of trusting a check-then-insert. Notices
+//! are neither the operator's words nor the agent's; in `nomos_notices`,
+//! which [`Store::turns`] never reads, they cannot reach the model.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::decode::{self, RowExt};
+use super::turns::TURN_COLS;
+use super::types::{Role, Turn};
+use super::{micros, trunc, Db, Result, Store, StoreError};
+use crate::agent::{ChatHistory, ChatTurn, HistoryError};
+
+const NOTICE_COLS: &str = "id, session_id, idempotency_key, message, created_at";
+
+/// A notice recorded for the operator of a session (never replayed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionNotice {
+    /// Monotonic id; orders the notices of a session.
+    pub id: i64,
+    /// The session.
+    pub session_id: Uuid,
+    /// The delivery's key; unique per session.
+    pub idempotency_key: String,
+    /// What the operator is told.
+    pub message: String,
+    /// When it was first recorded.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+fn notice<R: RowExt>(r: &R) -> Result<SessionNotice> {
+    Ok(SessionNotice {
+        id: r.bigint("id")?,
+        session_id: r.uuid("session_id")?,
+        idempotency_key: r.text("idempotency_key")?,
+        message: r.text("message")?,
+        created_at: r.time("created_at")?,
+    })
+}
+
+/// An empty key would make every keyless caller collide on one row.
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() {
+        return Err(StoreError::InvalidValue {
+            field: "idempotency_key",
+            reason: "must not be empty".into(),
+        });
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Appends a turn carrying `key`, unless the session already has a turn
+    /// with that key. Returns the new turn, or `None` when the key was
+    /// already stored (nothing changed): the unique index decides, so two
+    /// racing appends store one turn.
+    pub async fn append_turn_once(
+        &self,
+        session_id: Uuid,
+        role: Role,
+        content: &str,
+        key: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<Turn>> {
+        check_key(key)?;
+        let now = trunc(now);
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_chat_turns (session_id, role, content, idempotency_key, created_at) \
+                     VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (session_id, idempotency_key) WHERE idempotency_key IS NOT NULL \
+                     DO NOTHING RETURNING {TURN_COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id)
+                    .bind(role.as_str())
+                    .bind(content)
+                    .bind(key)
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(decode::turn).transpose()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_chat_turns (session_id, role, content, idempotency_key, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) \
+                     ON CONFLICT (session_id, idempotency_key) WHERE idempotency_key IS NOT NULL \
+                     DO NOTHING RETURNING {TURN_COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .bind(role.as_str())
+                    .bind(content)
+                    .bind(key)
+                    .bind(micros(now))
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(decode::turn).transpose()
+            }
+        }
+    }
+
+    /// Whether the session has an assistant turn answering `key`.
+    pub async fn has_reply(&self, session_id: Uuid, key: &str) -> Result<bool> {
+        const SQL_PG: &str = "SELECT EXISTS (SELECT 1 FROM nomos_chat_turns \
+             WHERE session_id = $1 AND idempotency_key = $2 AND role = 'assistant')";
+        const SQL_LITE: &str = "SELECT EXISTS (SELECT 1 FROM nomos_chat_turns \
+             WHERE session_id = ?1 AND idempotency_key = ?2 AND role = 'assistant')";
+        Ok(match &self.db {
+            Db::Pg(pool) => {
+                sqlx::query_scalar::<_, bool>(SQL_PG)
+                    .bind(session_id)
+                    .bind(key)
+                    .fetch_one(pool)
+                    .await?
+            }
+            Db::Lite(pool) => {
+                sqlx::query_scalar::<_, bool>(SQL_LITE)
+                    .bind(session_id.to_string())
+                    .bind(key)
+                    .fetch_one(pool)
+                    .await?
+            }
+        })
+    }
+
+    /// Records a notice for the session's operator, once per key. Returns
+    /// the new notice, or `None` when the key was already recorded.
+    pub async fn append_notice(
+        &self,
+        session_id: Uuid,
+        message: &str,
+        key: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<SessionNotice>> {
+        check_key(key)?;
+        let now = trunc(now);
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_notices (session_id, idempotency_key, message, created_at) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, idempotency_key) DO NOTHING \
+                     RETURNING {NOTICE_COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id)
+                    .bind(key)
+                    .bind(message)
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(notice).transpose()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "INSERT INTO nomos_notices (session_id, idempotency_key, message, created_at) \
+                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (session_id, idempotency_key) DO NOTHING \
+                     RETURNING {NOTICE_COLS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .bind(key)
+                    .bind(message)
+                    .bind(micros(now))
+                    .fetch_optional(pool)
+                    .await?;
+                row.as_ref().map(notice).transpose()
+            }
+        }
+    }
+
+    /// The session's notices, oldest first (empty for an unknown session).
+    pub async fn notices(&self, session_id: Uuid) -> Result<Vec<SessionNotice>> {
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = $1 ORDER BY id"
+                );
+                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
+                rows.iter().map(notice).collect()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = ?1 ORDER BY id"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(session_id.to_string())
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(notice).collect()
+            }
+        }
+    }
+}
+
+/// Malformed input is the caller's bug and cannot heal; anything else (a
+/// lost connection, a busy database) may pass, so the delivery is retried.
+fn history_error(e: StoreError) -> HistoryError {
+    match e {
+        StoreError::InvalidUuid(_)
+        | StoreError::InvalidValue { .. }
+        | StoreError::Corrupt { .. } => HistoryError::Invalid(e.to_string()),
+        other => HistoryError::Unavailable(other.to_string()),
+    }
+}
+
+/// The store is the history `chatWith` replays. The trait passes no time,
+/// so rows are stamped with the host's wall clock when written; the typed
+/// functions above take `now` for callers with their own clock.
+#[async_trait]
+impl ChatHistory for Store {
+    async fn turns(&self, session: Uuid) -> Result<Vec<ChatTurn>, HistoryError> {
+        let turns = Store::turns(self, session).await.map_err(history_error)?;
+        Ok(turns
+            .into_iter()
+            .map(|t| ChatTurn::new(t.role.as_str(), t.content))
+            .collect())
+    }
+
+    async fn has_reply(&self, session: Uuid, idempotency_key: &str) -> Result<bool, HistoryError> {
+        Store::has_reply(self, session, idempotency_key)
+            .await
+            .map_err(history_error)
+    }
+
+    async fn append_assistant(
+        &self,
+        session: Uuid,
+        content: &str,
+        idempotency_key: &str,
+    ) -> Result<(), HistoryError> {
+        let now = OffsetDateTime::now_utc();
+        self.append_turn_once(session, Role::Assistant, content, idempotency_key, now)
+            .await
+            .map(|_| ())
+            .map_err(history_error)
+    }
+
+    async fn append_notice(
+        &self,
+        session: Uuid,
+        message: &str,
+        idempotency_key: &str,
+    ) -> Result<(), HistoryError> {
+        let now = OffsetDateTime::now_utc();
+        Store::append_notice(self, session, message, idempotency_key, now)
+            .await
+            .map(|_| ())
+            .map_err(history_error)
+    }
+}
