@@ -114,9 +114,14 @@ pub async fn fill_link_history(
 /// leave them in steady state (visibility map set, statistics current).
 pub async fn vacuum_analyze(store: &Store) -> Result<()> {
     let pool = pg(store)?;
-    sqlx::raw_sql("VACUUM ANALYZE nomos_plan_executions; VACUUM ANALYZE executions;")
-        .execute(pool)
-        .await?;
+    // One statement per call: several in one simple query would form an
+    // implicit transaction block, where VACUUM is not allowed.
+    for sql in [
+        "VACUUM ANALYZE nomos_plan_executions",
+        "VACUUM ANALYZE executions",
+    ] {
+        sqlx::raw_sql(sql).execute(pool).await?;
+    }
     Ok(())
 }
 
