@@ -2,7 +2,7 @@
 //! (plus `"reasons"` for a refused policy). Malformed requests are 4xx,
 //! never 500.
 
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -45,6 +45,14 @@ impl From<StoreError> for ApiError {
             StoreError::UnknownPolicy(_) => ApiError::NotFound(e.to_string()),
             other => ApiError::Unavailable(other.to_string()),
         }
+    }
+}
+
+/// A path segment axum could not decode (invalid percent-encoded UTF-8):
+/// its own answer is plain text, so it is turned into the JSON 400 here.
+impl From<PathRejection> for ApiError {
+    fn from(e: PathRejection) -> Self {
+        ApiError::BadRequest(e.body_text())
     }
 }
 
@@ -91,4 +99,17 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiE
 pub fn parse_id(what: &str, text: &str) -> Result<uuid::Uuid, ApiError> {
     crate::store::parse_uuid(text)
         .map_err(|_| ApiError::BadRequest(format!("{what} {text:?} is not a UUID")))
+}
+
+/// Refuses text with a NUL character before it reaches the store:
+/// PostgreSQL cannot store one in a `TEXT` column (a database error, so a
+/// 503) while SQLite can, and the same request must get the same answer
+/// from either backend.
+pub fn storable(field: &str, text: &str) -> Result<(), ApiError> {
+    if text.contains('\0') {
+        return Err(ApiError::BadRequest(format!(
+            "{field} must not contain a NUL character"
+        )));
+    }
+    Ok(())
 }

@@ -6,12 +6,15 @@
 //! | `POST /v1/sessions/{id}/tool-results` | extract ids with the policy, link them |
 //! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window |
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay |
-//! | `PUT /v1/executions/{id}` | record a status, wake the worker |
+//! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) |
 //! | `GET /v1/sessions/{id}` | window, links, ledger |
 //! | `GET /v1/policy`, `PUT /v1/policy` | active revision; validate and swap |
 //! | `GET /healthz`, `GET /metrics` | liveness; Prometheus text |
 //!
 //! Every route but `/healthz` needs the bearer token when one is set.
+//! Every error is a status with a JSON body `{"error": "…"}` (see
+//! `error.rs`); `docs/openapi.json` describes the routes, bodies and errors,
+//! and `tests/tests/openapi.rs` checks it against this router.
 
 mod error;
 mod routes;

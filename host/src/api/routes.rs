@@ -2,7 +2,7 @@
 //! 400), does one thing through the store or the policy, and answers JSON.
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::error::{parse_id, parse_json, ApiError};
+use super::error::{parse_id, parse_json, storable, ApiError};
 use super::AppState;
 use crate::store::{Role, Route, MAX_WINDOW};
 
@@ -33,10 +33,10 @@ pub(super) struct ToolResult {
 /// Links every execution the tool result names to the session.
 pub(super) async fn link_tool_result(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    session_id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let session_id = parse_id("session id", &session_id)?;
+    let session_id = parse_id("session id", &session_id?.0)?;
     let ToolResult { text } = parse_json(&body?)?;
     let policy = state.policy.clone();
     let evaluated = blocking(move || policy.extract_ids(&text)).await?;
@@ -82,16 +82,29 @@ pub(super) struct Approval {
 /// Approve by any route opens or extends the window; deny closes it.
 pub(super) async fn decide_approval(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    session_id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let session_id = parse_id("session id", &session_id)?;
+    let session_id = parse_id("session id", &session_id?.0)?;
     let approval: Approval = parse_json(&body?)?;
     let now = state.clock.now();
     match approval.decision {
         ApprovalDecision::Approve => {
             let route: Route = approval.route.as_deref().unwrap_or("api").parse()?;
-            let duration = approval.minutes.map_or(MAX_WINDOW, time::Duration::minutes);
+            // Bounded here, before `Duration::minutes`, which panics on
+            // overflow (`"minutes": 9223372036854775807`).
+            let duration = match approval.minutes {
+                None => MAX_WINDOW,
+                Some(m) if (1..=MAX_WINDOW.whole_minutes()).contains(&m) => {
+                    time::Duration::minutes(m)
+                }
+                Some(m) => {
+                    return Err(ApiError::BadRequest(format!(
+                        "minutes must be between 1 and {}, got {m}",
+                        MAX_WINDOW.whole_minutes()
+                    )))
+                }
+            };
             let window = state
                 .store
                 .approve(session_id, route, now, duration)
@@ -116,14 +129,16 @@ pub(super) struct ExecutionState {
 /// Records an execution's state and wakes the worker.
 pub(super) async fn record_execution(
     State(state): State<AppState>,
-    Path(execution_id): Path<String>,
+    execution_id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let execution_id = parse_id("execution id", &execution_id)?;
+    let execution_id = parse_id("execution id", &execution_id?.0)?;
     let ExecutionState { status, result } = parse_json(&body?)?;
     if status.trim().is_empty() {
         return Err(ApiError::BadRequest("status must not be empty".into()));
     }
+    storable("status", &status)?;
+    storable("result", &result)?;
     let policy = state.policy.clone();
     let probe = status.clone();
     let class = blocking(move || policy.classify(&probe)).await?.value;
@@ -154,15 +169,16 @@ pub(super) struct TurnBody {
 /// webhook) need not call this.
 pub(super) async fn record_turn(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    session_id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let session_id = parse_id("session id", &session_id)?;
+    let session_id = parse_id("session id", &session_id?.0)?;
     let TurnBody { role, content } = parse_json(&body?)?;
     let role: Role = role.parse()?;
     if content.trim().is_empty() {
         return Err(ApiError::BadRequest("content must not be empty".into()));
     }
+    storable("content", &content)?;
     let turn = state
         .store
         .append_turn(session_id, role, &content, state.clock.now())
@@ -173,9 +189,9 @@ pub(super) async fn record_turn(
 /// The session's window, links and ledger; 404 if nothing is known of it.
 pub(super) async fn session(
     State(state): State<AppState>,
-    Path(session_id): Path<String>,
+    session_id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let session_id = parse_id("session id", &session_id)?;
+    let session_id = parse_id("session id", &session_id?.0)?;
     let summary = state.store.session_summary(session_id).await?;
     if summary.is_empty() {
         return Err(ApiError::NotFound(format!(

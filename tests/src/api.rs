@@ -1,0 +1,160 @@
+//! The real API router served in-process on `127.0.0.1:0`, and a client
+//! that returns every answer as status, content type and body, for the API
+//! and OpenAPI tests.
+//!
+//! Why in-process rather than the binary: these tests probe every route
+//! with malformed input and need to see the store and the policy runtime
+//! behind the router; the binary is exercised end to end in `e2e.rs`.
+
+use std::sync::{Arc, OnceLock};
+
+use nomos_continue::api::{router, AppState};
+use nomos_continue::clock::SystemClock;
+use nomos_continue::metrics::Metrics;
+use nomos_continue::policy::{Limits, PolicyRuntime};
+use nomos_continue::store::Store;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// The built-in policy, compiled once per test process (compiling per test
+/// in a debug build is slow).
+pub fn policy() -> Arc<PolicyRuntime> {
+    static POLICY: OnceLock<Arc<PolicyRuntime>> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"))
+        })
+        .clone()
+}
+
+/// One answer of the API.
+#[derive(Debug)]
+pub struct Answer {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The body as text.
+    pub text: String,
+}
+
+impl Answer {
+    /// The body as JSON; panics (naming the body) when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): status {} {:?}", self.status, self.text))
+    }
+
+    /// Asserts a JSON error: this status, a JSON content type and a
+    /// non-empty `"error"` string. Returns the body.
+    pub fn expect_error(&self, status: u16) -> serde_json::Value {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        assert!(
+            self.content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with("application/json")),
+            "content type {:?} for {}",
+            self.content_type,
+            self.text
+        );
+        let body = self.json();
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "no error message: {body}"
+        );
+        body
+    }
+}
+
+/// The router on a loopback port, over `store`.
+pub struct ServedApi {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The store behind the router.
+    pub store: Store,
+    /// Notified by `PUT /v1/executions/{id}`.
+    pub wake: Arc<Notify>,
+    client: reqwest::Client,
+    token: Option<String>,
+    task: JoinHandle<()>,
+}
+
+impl ServedApi {
+    /// Serves the router with the built-in policy and the system clock;
+    /// `token`, when set, is required on every route but `/healthz`.
+    pub async fn start(store: Store, token: Option<&str>) -> Self {
+        let wake = Arc::new(Notify::new());
+        let state = AppState {
+            store: store.clone(),
+            policy: policy(),
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(Metrics::default()),
+            wake: wake.clone(),
+            token: token.map(str::to_owned),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let app = router(state);
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ServedApi {
+            base: format!("http://{addr}"),
+            store,
+            wake,
+            client: reqwest::Client::new(),
+            token: token.map(str::to_owned),
+            task,
+        }
+    }
+
+    /// Sends a request with the configured token (if any).
+    pub async fn send(&self, method: &str, path: &str, body: impl Into<Vec<u8>>) -> Answer {
+        let token = self.token.clone();
+        self.send_with(method, path, body, token.as_deref()).await
+    }
+
+    /// Sends a request with this bearer token (or none).
+    pub async fn send_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: impl Into<Vec<u8>>,
+        token: Option<&str>,
+    ) -> Answer {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .body(body.into());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("request sent");
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let text = response.text().await.expect("response body");
+        Answer {
+            status,
+            content_type,
+            text,
+        }
+    }
+
+    /// Sends a JSON body.
+    pub async fn json(&self, method: &str, path: &str, body: &serde_json::Value) -> Answer {
+        self.send(method, path, body.to_string()).await
+    }
+}
+
+impl Drop for ServedApi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
