@@ -9,6 +9,8 @@
 
 #[path = "store_conformance/deliveries.rs"]
 mod deliveries;
+#[path = "store_conformance/executions.rs"]
+mod executions;
 #[path = "store_conformance/links.rs"]
 mod links;
 #[path = "store_conformance/misc.rs"]
@@ -65,6 +67,7 @@ conformance! {
     misc::policy_revisions_and_activation => policy_revisions_and_activation,
     misc::status_for_unknown_execution_creates_it => status_for_unknown_execution_creates_it,
     misc::status_upsert_wakes_listeners => status_upsert_wakes_listeners,
+    executions::executions_batch_read_keeps_order => executions_batch_read_keeps_order,
     links::link_is_idempotent => link_is_idempotent,
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,

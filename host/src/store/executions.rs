@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::decode;
 use super::types::Execution;
-use super::{micros, trunc, Db, Result, Store, StoreError, WAKE_CHANNEL};
+use super::{dedup, json_ids, micros, trunc, Db, Result, Store, StoreError, WAKE_CHANNEL};
 
 const COLS: &str = "id, status, result, updated_at, finished_at";
 
@@ -106,5 +106,35 @@ impl Store {
                 row.as_ref().map(decode::execution).transpose()
             }
         }
+    }
+
+    /// The executions among `ids` that have reported, in the order of
+    /// `ids` (duplicates count once; unknown ids are left out). One query,
+    /// so the deliver step loads a folded continuation's executions in one
+    /// round trip rather than one per execution.
+    pub async fn executions(&self, ids: &[Uuid]) -> Result<Vec<Execution>> {
+        let ids = dedup(ids);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!("SELECT {COLS} FROM executions WHERE id = ANY($1)");
+                let rows = sqlx::query(&sql).bind(&ids).fetch_all(pool).await?;
+                rows.iter().map(decode::execution).collect::<Result<Vec<_>>>()?
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "SELECT {COLS} FROM executions WHERE id IN (SELECT value FROM json_each(?1))"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(json_ids(&ids))
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(decode::execution).collect::<Result<Vec<_>>>()?
+            }
+        };
+        out.sort_by_key(|e| ids.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
+        Ok(out)
     }
 }

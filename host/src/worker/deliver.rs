@@ -2,6 +2,7 @@
 //! with the delivery's idempotency key, then record the result with a
 //! compare-and-set on the lease.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
@@ -129,26 +130,42 @@ impl Worker {
     }
 
     /// The agent's view of a continuation: each execution's latest status and
-    /// result, and how the policy classifies it.
+    /// result, and how the policy classifies it. The executions are loaded in
+    /// one query and each distinct status is classified once, in one
+    /// blocking task: a folded continuation costs one round trip, not one per
+    /// execution.
     async fn continuation(&self, delivery: &Delivery, soul: &str) -> Result<Continuation, WorkerError> {
-        let mut executions = Vec::with_capacity(delivery.execution_ids.len());
+        let loaded = self.store.executions(&delivery.execution_ids).await?;
+        let mut statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
+        statuses.sort();
+        statuses.dedup();
+        let policy = self.policy.clone();
+        let outcomes: HashMap<String, String> = tokio::task::spawn_blocking(move || {
+            statuses
+                .into_iter()
+                .map(|status| {
+                    let outcome = match policy.classify(&status).value {
+                        Ok(t::StatusClass::Terminal(o)) => o.as_str().to_string(),
+                        _ => "unknown".to_string(),
+                    };
+                    (status, outcome)
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        let mut executions = Vec::with_capacity(loaded.len());
         let mut finished_latest: Option<OffsetDateTime> = None;
-        for id in &delivery.execution_ids {
-            let Some(execution) = self.store.execution(*id).await? else {
-                continue;
-            };
+        for execution in loaded {
             let finished = execution.finished_at.unwrap_or(execution.updated_at);
             finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
-            let policy = self.policy.clone();
-            let status = execution.status.clone();
-            let class = tokio::task::spawn_blocking(move || policy.classify(&status).value)
-                .await
-                .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
-            let outcome = match class {
-                Ok(t::StatusClass::Terminal(o)) => o.as_str().to_string(),
-                _ => "unknown".to_string(),
-            };
-            executions.push(ExecutionReport { id: *id, status: execution.status, outcome, result: execution.result });
+            let outcome = outcomes.get(&execution.status).cloned().unwrap_or_else(|| "unknown".to_string());
+            executions.push(ExecutionReport {
+                id: execution.id,
+                status: execution.status,
+                outcome,
+                result: execution.result,
+            });
         }
         if let Some(finished) = finished_latest {
             let latency = self.clock.now() - finished;

@@ -3,16 +3,21 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use futures_util::stream::{self, StreamExt};
 use nomos_policy_default::types as t;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Worker, WorkerError};
-use crate::store::{ContinuationPlan, Notice, PlanOutcome, ReadyLink, SessionSnapshot};
+use crate::store::{ContinuationPlan, Notice, PlanOutcome, ReadyLink, SessionSnapshot, StoreError};
 
 /// Pages of ready links read per pass; the rest wait for the next pass.
 const MAX_PAGES: usize = 20;
+
+/// The most sessions the plan step reads or settles at once (the PostgreSQL
+/// pool has 16 connections).
+const MAX_PLAN_CONCURRENCY: usize = 8;
 
 /// Separates the notes of executions folded into one continuation.
 pub const FOLD_SEPARATOR: &str = "\n\n---\n\n";
@@ -62,10 +67,19 @@ impl Worker {
                 report.waiting += 1;
             }
         }
+        // One snapshot per session, read concurrently (in order): on
+        // PostgreSQL each is two round trips, and a pass may see thousands.
+        let session_ids: Vec<Uuid> = by_session.keys().copied().collect();
+        let is_terminal = &is_terminal;
+        let snapshots: Vec<Result<SessionSnapshot, StoreError>> = stream::iter(session_ids)
+            .map(|session_id| async move { self.store.session_snapshot(session_id, now, is_terminal).await })
+            .buffered(self.plan_concurrency())
+            .collect()
+            .await;
         let mut inputs = Vec::new();
         let mut owners = Vec::new();
-        for (session_id, links) in &by_session {
-            let snapshot = self.store.session_snapshot(*session_id, now, &is_terminal).await?;
+        for ((session_id, links), snapshot) in by_session.iter().zip(snapshots) {
+            let snapshot = snapshot?;
             for link in links {
                 inputs.push(self.decision_input(link, &snapshot, now));
                 owners.push((*session_id, link.execution_id));
@@ -107,10 +121,33 @@ impl Worker {
                 }
             }
         }
-        for (session_id, decided) in sessions {
-            self.settle_session(session_id, decided, &revision, now, &mut report).await?;
+        // Sessions are independent (each plan is one transaction on its own
+        // window and links), so they are settled concurrently: on PostgreSQL
+        // the commits then share WAL flushes instead of paying one each.
+        let revision = &revision;
+        let settled: Vec<Result<PlanReport, WorkerError>> = stream::iter(sessions)
+            .map(|(session_id, decided)| async move {
+                let mut part = PlanReport::default();
+                self.settle_session(session_id, decided, revision, now, &mut part).await?;
+                Ok(part)
+            })
+            .buffer_unordered(self.plan_concurrency())
+            .collect()
+            .await;
+        for part in settled {
+            let part = part?;
+            report.planned += part.planned;
+            report.dropped += part.dropped;
+            report.busy += part.busy;
         }
         Ok(report)
+    }
+
+    /// Sessions read or settled at once: the delivery concurrency, but at
+    /// most [`MAX_PLAN_CONCURRENCY`] so the pool keeps connections for the
+    /// API and the deliveries.
+    fn plan_concurrency(&self) -> usize {
+        self.config.delivery_concurrency.clamp(1, MAX_PLAN_CONCURRENCY)
     }
 
     /// Links whose execution has reported, oldest first, a bounded number
