@@ -211,3 +211,27 @@ pub(crate) fn describe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<t::
     }
     Ok(convert::policy_info(info))
 }
+
+/// Benchmark hook: one fresh store and instance, no call.
+pub(crate) fn instantiate_only(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<(), PolicyFailure> {
+    with_instance(sandbox, policy, |_, _| Ok(()))
+}
+
+/// Benchmark hook: one instance, `n` calls of `decide` on it, each with a
+/// fresh deadline. Production never reuses an instance (state could leak
+/// from one batch to the next); this measures the call itself.
+pub(crate) fn live_decisions(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    n: u64,
+    input: &t::DecisionInput,
+) -> Result<(), PolicyFailure> {
+    let wit_input = convert::decision_input(input);
+    with_instance(sandbox, policy, |store, p| {
+        for _ in 0..n {
+            store.set_epoch_deadline(sandbox.deadline_ticks());
+            p.nomos_continuation_policy().call_decide(&mut *store, &wit_input)?;
+        }
+        Ok(())
+    })
+}

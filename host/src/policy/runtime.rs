@@ -277,3 +277,22 @@ impl PolicyRuntime {
         super::golden::run_case(&self.sandbox, &policy, case)
     }
 }
+
+/// Hooks for `benches/policy.rs` and `examples/swap_under_load.rs`. They
+/// run the active revision under the production limits but outside the
+/// counters and the fall-back, and are not part of the host's API.
+#[doc(hidden)]
+impl PolicyRuntime {
+    /// Instantiates the active revision once and calls `decide` `n` times
+    /// on that instance: the amortised cost of a call, without the fresh
+    /// sandbox production pays per batch.
+    pub fn bench_live_calls(&self, n: u64, input: &t::DecisionInput) -> Result<(), PolicyFailure> {
+        eval::live_decisions(&self.sandbox, &self.active(), n, input)
+    }
+
+    /// Creates a fresh store and instance of the active revision and drops
+    /// them: the fixed cost of every batch.
+    pub fn bench_instantiate(&self) -> Result<(), PolicyFailure> {
+        eval::instantiate_only(&self.sandbox, &self.active())
+    }
+}
