@@ -5,7 +5,6 @@
 
 use nomos_continue::api::MAX_BODY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
-use nomos_continue::store::Store;
 use nomos_continue_tests::api::ServedApi;
 use serde_json::json;
 use uuid::Uuid;
@@ -491,23 +490,4 @@ async fn approvals_open_extend_and_close() {
         .expect("window")
         .expect("kept");
     assert!(window.closed_at.is_some());
-}
-
-/// The store the API writes is the one the tests read: a sanity check that
-/// the rig is not serving a different database.
-#[tokio::test]
-async fn the_rig_serves_the_given_store() {
-    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
-    let api = ServedApi::start(store.clone(), None).await;
-    let session = Uuid::new_v4();
-    api.json(
-        "POST",
-        &format!("/v1/sessions/{session}/approvals"),
-        &json!({"decision": "approve"}),
-    )
-    .await;
-    assert!(Store::window(&store, session)
-        .await
-        .expect("window")
-        .is_some());
 }
