@@ -162,7 +162,7 @@ mod tests {
     fn ignores_near_misses() {
         for text in [
             format!("container {A}"),
-            format!("{A}"),
+            A.to_string(),
             format!("reexecution {A}"),
             format!("execution {A}0"),
             format!("execution {A}-1"),

@@ -78,6 +78,10 @@ enum Cmd {
     /// Run the worker, the rescuer, the policy watchers and the HTTP API.
     // Boxed: the flags make this variant far larger than the others.
     Serve(Box<ServeArgs>),
+    /// Replay the seed's scenario end to end on a throwaway SQLite file:
+    /// approve once, then watch the agent recover from a failure and finish
+    /// with no operator message.
+    Demo,
     /// Apply the database migrations and exit.
     Migrate(DbArgs),
     /// Print a summary: one session's window, links and ledger, or the
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Cmd::Serve(args) => commands::serve::run(serve_config(*args)).map(|()| ExitCode::SUCCESS),
+        Cmd::Demo => nomos_continue::demo::run().map(|_| ExitCode::SUCCESS),
         Cmd::Migrate(db) => commands::migrate::run(&db.database_url).map(|()| ExitCode::SUCCESS),
         Cmd::Status { db, session } => {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)

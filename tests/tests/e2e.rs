@@ -439,6 +439,7 @@ fn every_subcommand_has_help() {
     for args in [
         vec!["--help"],
         vec!["serve", "--help"],
+        vec!["demo", "--help"],
         vec!["migrate", "--help"],
         vec!["status", "--help"],
         vec!["policy", "--help"],
