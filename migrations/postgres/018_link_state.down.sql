@@ -8,6 +8,7 @@ ALTER TABLE nomos_plan_executions RESET (
     autovacuum_analyze_threshold
 );
 DROP INDEX IF EXISTS idx_nomos_plan_exec_delivery;
+DROP INDEX IF EXISTS idx_nomos_plan_exec_ready;
 DROP INDEX IF EXISTS idx_nomos_plan_exec_session;
 ALTER TABLE nomos_plan_executions
     DROP CONSTRAINT IF EXISTS nomos_plan_exec_settled_check,

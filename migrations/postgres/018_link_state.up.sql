@@ -29,6 +29,19 @@ ALTER TABLE nomos_plan_executions
     ADD CONSTRAINT nomos_plan_exec_settled_check
         CHECK ((continued_at IS NULL) = (outcome IS NULL));
 
+-- The worker's poll (Store::pending_links_ready): unsettled, unplanned links
+-- in (created_at, execution_id) order. The seed's index covers
+-- continued_at IS NULL but not the order's tie-breaker nor delivery_id, so
+-- with it the planner fetches and sorts every pending row before the LIMIT
+-- (its statistics cannot see a few hundred NULLs among millions of rows, so
+-- it believes there is one). This one is read in order, covers the columns
+-- the poll needs (index-only scan), and stops after LIMIT rows. Partial, so
+-- it holds only the links still waiting, however long the history (see
+-- BENCHMARKS.md, "Claim query vs history size").
+CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_ready
+    ON nomos_plan_executions (created_at, execution_id) INCLUDE (session_id)
+    WHERE continued_at IS NULL AND delivery_id IS NULL;
+
 -- Per-session listing (still-running executions, GET /v1/sessions/{id}).
 CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_session
     ON nomos_plan_executions (session_id, created_at);

@@ -13,6 +13,13 @@ UPDATE nomos_plan_executions
    SET outcome = 'continued'
  WHERE continued_at IS NOT NULL AND outcome IS NULL;
 
+-- The worker's poll: unsettled, unplanned links in (created_at, execution_id)
+-- order, read in order so the LIMIT stops early (see the PostgreSQL 018;
+-- session_id is a trailing key column because SQLite has no INCLUDE).
+CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_ready
+    ON nomos_plan_executions (created_at, execution_id, session_id)
+    WHERE continued_at IS NULL AND delivery_id IS NULL;
+
 CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_session
     ON nomos_plan_executions (session_id, created_at);
 

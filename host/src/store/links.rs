@@ -118,9 +118,9 @@ impl Store {
     /// has a row in `executions`, joined with that row, in link order
     /// `(created_at, execution_id)`, at most `limit`.
     ///
-    /// Served by the seed's partial index `idx_nomos_plan_exec_pending`, so
-    /// its cost depends on the number of unsettled links, not on history
-    /// (see BENCHMARKS.md). Statuses are returned raw: the policy decides
+    /// Served by the partial index `idx_nomos_plan_exec_ready` (migration
+    /// 018: same predicate, read in order, index-only), so its cost depends
+    /// on `limit`, not on history (see BENCHMARKS.md). Statuses are returned raw: the policy decides
     /// what is terminal. Pass the [`ReadyLink::cursor`] of the last row as
     /// `after` to read the next page; links still running otherwise fill
     /// every page. Links whose execution has not reported yet are not
