@@ -36,6 +36,7 @@ mod decode;
 mod deliveries;
 mod executions;
 mod links;
+mod batch;
 mod plan;
 mod policies;
 pub use policies::policy_hash;

@@ -93,7 +93,7 @@ impl Store {
     }
 
     /// The ledger row with this idempotency key, if any.
-    async fn delivery_by_key(&self, key: &str) -> Result<Option<super::types::Delivery>> {
+    pub(super) async fn delivery_by_key(&self, key: &str) -> Result<Option<super::types::Delivery>> {
         let row = match &self.db {
             Db::Pg(pool) => sqlx::query(concat!(
                 "SELECT ",
@@ -118,7 +118,7 @@ impl Store {
     }
 
     /// The session's pending continuation, if any.
-    async fn in_flight(&self, session_id: Uuid) -> Result<Option<Uuid>> {
+    pub(super) async fn in_flight(&self, session_id: Uuid) -> Result<Option<Uuid>> {
         Ok(match &self.db {
             Db::Pg(pool) => {
                 sqlx::query_scalar(IN_FLIGHT_PG)
@@ -144,7 +144,7 @@ const IN_FLIGHT_LITE: &str = "SELECT id FROM nomos_deliveries \
 
 /// True for a unique violation whose constraint/index name (PostgreSQL) or
 /// message (SQLite names the columns) mentions `hint`.
-fn is_unique_violation(e: &sqlx::Error, hint: &str) -> bool {
+pub(super) fn is_unique_violation(e: &sqlx::Error, hint: &str) -> bool {
     let Some(db) = e.as_database_error() else {
         return false;
     };
@@ -180,7 +180,7 @@ fn missing(ids: &[Uuid], got: &[Uuid]) -> Vec<Uuid> {
     ids.iter().copied().filter(|id| !got.contains(id)).collect()
 }
 
-async fn plan_pg(
+pub(super) async fn plan_pg(
     tx: &mut PgConnection,
     plan: &ContinuationPlan<'_>,
     ids: &[Uuid],
@@ -274,7 +274,7 @@ async fn plan_pg(
     Ok(PlanOutcome::Planned(decode::delivery(&row)?))
 }
 
-async fn plan_lite(
+pub(super) async fn plan_lite(
     tx: &mut SqliteConnection,
     plan: &ContinuationPlan<'_>,
     ids: &[Uuid],

@@ -30,7 +30,9 @@ pub struct DeliverReport {
 
 /// The result of one delivery attempt.
 enum Attempt {
-    Delivered,
+    /// The runtime accepted the call; marked delivered with the others of
+    /// the pass.
+    Accepted(uuid::Uuid),
     Retried,
     GaveUp,
     LeaseLost,
@@ -55,13 +57,28 @@ impl Worker {
             .buffer_unordered(self.config.delivery_concurrency.max(1))
             .collect()
             .await;
+        let mut accepted = Vec::new();
         for result in results {
             match result? {
-                Attempt::Delivered => report.delivered += 1,
+                Attempt::Accepted(id) => accepted.push(id),
                 Attempt::Retried => report.retried += 1,
                 Attempt::GaveUp => report.gave_up += 1,
                 Attempt::LeaseLost => report.lease_lost += 1,
             }
+        }
+        // Every call the runtime accepted is marked in one transaction, with
+        // its links; a crash before this commit redelivers with the same keys.
+        let marked = self
+            .store
+            .complete_deliveries(&accepted, &self.config.worker_id, self.clock.now())
+            .await?;
+        report.delivered = marked.len();
+        report.lease_lost += accepted.len() - marked.len();
+        for _ in 0..marked.len() {
+            self.metrics.delivery("delivered");
+        }
+        for _ in marked.len()..accepted.len() {
+            self.metrics.delivery("lease_lost");
         }
         Ok(report)
     }
@@ -94,13 +111,7 @@ impl Worker {
         let now = self.clock.now();
         let worker_id = &self.config.worker_id;
         let attempt = match call {
-            Ok(()) => {
-                if self.store.complete_delivery(delivery.id, worker_id, now).await? {
-                    Attempt::Delivered
-                } else {
-                    Attempt::LeaseLost
-                }
-            }
+            Ok(()) => return Ok(Attempt::Accepted(delivery.id)),
             Err(error) => {
                 let (max_attempts, message) = match &error {
                     AgentError::Retryable(m) => (self.config.max_attempts, m.clone()),
@@ -121,7 +132,7 @@ impl Worker {
             }
         };
         self.metrics.delivery(match attempt {
-            Attempt::Delivered => "delivered",
+            Attempt::Accepted(_) => "accepted",
             Attempt::Retried => "retry",
             Attempt::GaveUp => "gave_up",
             Attempt::LeaseLost => "lease_lost",

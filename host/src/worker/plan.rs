@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Worker, WorkerError};
+use crate::policy::Evaluated;
 use crate::store::{ContinuationPlan, Notice, PlanOutcome, ReadyLink, SessionSnapshot, StoreError};
 
 /// Pages of ready links read per pass; the rest wait for the next pass.
@@ -18,6 +19,12 @@ const MAX_PAGES: usize = 20;
 /// The most sessions the plan step reads or settles at once (the PostgreSQL
 /// pool has 16 connections).
 const MAX_PLAN_CONCURRENCY: usize = 8;
+
+/// Decisions per sandbox call.
+const DECIDE_CHUNK: usize = 256;
+
+/// Sessions planned per store transaction.
+const PLAN_GROUP: usize = 64;
 
 /// Separates the notes of executions folded into one continuation.
 pub const FOLD_SEPARATOR: &str = "\n\n---\n\n";
@@ -42,6 +49,8 @@ pub struct PlanReport {
 /// A session's finished links and what the policy said about each.
 #[derive(Default)]
 struct SessionDecisions {
+    /// The policy revision that decided (recorded with the continuation).
+    revision: String,
     continues: Vec<(Uuid, String)>,
     drops: BTreeMap<String, Vec<Uuid>>,
 }
@@ -87,25 +96,33 @@ impl Worker {
         }
         self.metrics.decision("wait", report.waiting as u64);
 
+        // Chunked, so one sandbox call stays well inside its deadline and
+        // input cap however many executions finished at once.
         let policy = self.policy.clone();
         let batch = inputs.clone();
-        let evaluated = tokio::task::spawn_blocking(move || policy.decide_batch(&batch))
-            .await
-            .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
-        let revision = evaluated.revision.0.clone();
-        let decisions = match evaluated.value {
-            Ok(decisions) => decisions,
-            Err(failure) => {
-                report.policy_failures += 1;
-                self.metrics.decision("policy_error", inputs.len() as u64);
-                let reason = format!("policy failed, so no automatic continuation: {failure}");
-                vec![t::Decision::Drop { reason }; inputs.len()]
+        let evaluated: Vec<Evaluated<Vec<t::Decision>>> = tokio::task::spawn_blocking(move || {
+            batch.chunks(DECIDE_CHUNK).map(|chunk| policy.decide_batch(chunk)).collect()
+        })
+        .await
+        .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        let mut decisions: Vec<(t::Decision, String)> = Vec::with_capacity(inputs.len());
+        for (chunk, evaluated) in inputs.chunks(DECIDE_CHUNK).zip(evaluated) {
+            let revision = evaluated.revision.0;
+            match evaluated.value {
+                Ok(answers) => decisions.extend(answers.into_iter().map(|d| (d, revision.clone()))),
+                Err(failure) => {
+                    report.policy_failures += 1;
+                    self.metrics.decision("policy_error", chunk.len() as u64);
+                    let reason = format!("policy failed, so no automatic continuation: {failure}");
+                    decisions.extend(chunk.iter().map(|_| (t::Decision::Drop { reason: reason.clone() }, revision.clone())));
+                }
             }
-        };
+        }
 
         let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
-        for ((session_id, execution_id), decision) in owners.into_iter().zip(decisions) {
+        for ((session_id, execution_id), (decision, revision)) in owners.into_iter().zip(decisions) {
             let entry = sessions.entry(session_id).or_default();
+            entry.revision = revision;
             match decision {
                 t::Decision::Wait => {
                     report.waiting += 1;
@@ -121,24 +138,22 @@ impl Worker {
                 }
             }
         }
-        // Sessions are independent (each plan is one transaction on its own
-        // window and links), so they are settled concurrently: on PostgreSQL
-        // the commits then share WAL flushes instead of paying one each.
-        let revision = &revision;
-        let settled: Vec<Result<PlanReport, WorkerError>> = stream::iter(sessions)
-            .map(|(session_id, decided)| async move {
-                let mut part = PlanReport::default();
-                self.settle_session(session_id, decided, revision, now, &mut part).await?;
-                Ok(part)
-            })
+        // All sessions' continuations in one transaction (a savepoint each),
+        // then the drops, which are rarer, a few sessions at a time.
+        let refusals = self.plan_all(&sessions, now, &mut report).await?;
+        for (session_id, reason, ids) in refusals {
+            if let Some(decided) = sessions.get_mut(&session_id) {
+                decided.drops.entry(reason).or_default().extend(ids);
+            }
+        }
+        let dropped: Vec<Result<usize, WorkerError>> = stream::iter(sessions)
+            .filter(|(_, decided)| std::future::ready(!decided.drops.is_empty()))
+            .map(|(session_id, decided)| async move { self.drop_session(session_id, decided, now).await })
             .buffer_unordered(self.plan_concurrency())
             .collect()
             .await;
-        for part in settled {
-            let part = part?;
-            report.planned += part.planned;
-            report.dropped += part.dropped;
-            report.busy += part.busy;
+        for count in dropped {
+            report.dropped += count?;
         }
         Ok(report)
     }
@@ -219,30 +234,67 @@ impl Worker {
         }
     }
 
-    /// Writes one session's outcome: one continuation folding every
-    /// `continue`, and the drops with one notice per reason. The store
-    /// re-checks the window and the hard cap; a refusal there becomes a drop.
-    async fn settle_session(
+    /// Writes one continuation per session folding its `continue`s, all in
+    /// one store transaction. The store re-checks the window and the hard
+    /// cap; a refusal there is returned as `(session, reason, ids)` to be
+    /// dropped with a notice.
+    async fn plan_all(
         &self,
-        session_id: Uuid,
-        mut decided: SessionDecisions,
-        revision: &str,
+        sessions: &BTreeMap<Uuid, SessionDecisions>,
         now: OffsetDateTime,
         report: &mut PlanReport,
-    ) -> Result<(), WorkerError> {
-        if !decided.continues.is_empty() {
-            let ids: Vec<Uuid> = decided.continues.iter().map(|(id, _)| *id).collect();
-            let note = decided.continues.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(FOLD_SEPARATOR);
-            let key = idempotency_key("c", session_id, &ids, "");
-            let plan = ContinuationPlan {
-                session_id,
-                execution_ids: &ids,
-                note: &note,
-                policy_revision: revision,
-                idempotency_key: &key,
+    ) -> Result<Vec<(Uuid, String, Vec<Uuid>)>, WorkerError> {
+        struct Folded<'a> {
+            revision: &'a str,
+            session_id: Uuid,
+            ids: Vec<Uuid>,
+            note: String,
+            key: String,
+        }
+        let folded: Vec<Folded> = sessions
+            .iter()
+            .filter(|(_, decided)| !decided.continues.is_empty())
+            .map(|(session_id, decided)| {
+                let ids: Vec<Uuid> = decided.continues.iter().map(|(id, _)| *id).collect();
+                let note = decided.continues.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(FOLD_SEPARATOR);
+                let key = idempotency_key("c", *session_id, &ids, "");
+                Folded { revision: &decided.revision, session_id: *session_id, ids, note, key }
+            })
+            .collect();
+        let plans: Vec<ContinuationPlan<'_>> = folded
+            .iter()
+            .map(|f| ContinuationPlan {
+                session_id: f.session_id,
+                execution_ids: &f.ids,
+                note: &f.note,
+                policy_revision: f.revision,
+                idempotency_key: &f.key,
                 hard_cap: self.config.hard_cap,
-            };
-            let refused = match self.store.plan_continuation(&plan, now).await? {
+            })
+            .collect();
+        if plans.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Groups of sessions per transaction, a few transactions at once:
+        // fewer commits than one per session, more parallel round trips than
+        // one for all. Each group is in session order, so no two
+        // transactions lock windows in opposite orders.
+        let plans = &plans;
+        let grouped: Vec<Result<Vec<PlanOutcome>, StoreError>> = stream::iter((0..plans.len()).step_by(PLAN_GROUP))
+            .map(|start| async move {
+                let end = (start + PLAN_GROUP).min(plans.len());
+                self.store.plan_continuations(&plans[start..end], now).await
+            })
+            .buffered(self.plan_concurrency())
+            .collect()
+            .await;
+        let mut outcomes = Vec::with_capacity(plans.len());
+        for group in grouped {
+            outcomes.extend(group?);
+        }
+        let mut refusals = Vec::new();
+        for (f, outcome) in folded.iter().zip(outcomes) {
+            let refused = match outcome {
                 PlanOutcome::Planned(_) | PlanOutcome::AlreadyPlanned(_) => {
                     report.planned += 1;
                     None
@@ -261,17 +313,29 @@ impl Worker {
                 )),
             };
             if let Some(reason) = refused {
-                decided.drops.entry(reason).or_default().extend(ids);
+                refusals.push((f.session_id, reason, f.ids.clone()));
             }
         }
+        Ok(refusals)
+    }
+
+    /// Settles a session's dropped links, one notice per reason; returns how
+    /// many links were dropped.
+    async fn drop_session(
+        &self,
+        session_id: Uuid,
+        decided: SessionDecisions,
+        now: OffsetDateTime,
+    ) -> Result<usize, WorkerError> {
+        let mut dropped = 0;
         for (reason, ids) in decided.drops {
             let key = idempotency_key("n", session_id, &ids, &reason);
             let message = notice_message(&ids, &reason);
-            let notice = Notice { idempotency_key: &key, message: &message, policy_revision: revision };
+            let notice = Notice { idempotency_key: &key, message: &message, policy_revision: &decided.revision };
             let outcome = self.store.drop_links(session_id, &ids, &reason, Some(notice), now).await?;
-            report.dropped += outcome.dropped.len();
+            dropped += outcome.dropped.len();
         }
-        Ok(())
+        Ok(dropped)
     }
 }
 
