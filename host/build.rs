@@ -14,14 +14,24 @@ use std::process::Command;
 const TARGET: &str = "wasm32-wasip2";
 
 fn main() {
-    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let workspace = manifest_dir.parent().expect("host/ sits in the workspace").to_path_buf();
+    let manifest_dir =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let workspace = manifest_dir
+        .parent()
+        .expect("host/ sits in the workspace")
+        .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // `sqlx::migrate!` embeds the migrations at compile time but cannot
     // tell cargo to rebuild when one is added; this line does.
-    println!("cargo:rerun-if-changed={}", workspace.join("migrations").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("migrations").display()
+    );
     for watched in ["guest/src", "guest/Cargo.toml", "wit"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
     }
 
     let guest_target = guest_target_dir(&out_dir, &workspace);
@@ -29,7 +39,14 @@ fn main() {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&workspace)
-        .args(["build", "--release", "-p", "nomos-policy-default", "--bin", "policy"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "nomos-policy-default",
+            "--bin",
+            "policy",
+        ])
         .args(["--target", TARGET])
         .arg("--target-dir")
         .arg(&guest_target);
@@ -46,10 +63,18 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("failed to run cargo for the policy guest");
-    assert!(status.success(), "building the policy guest for {TARGET} failed");
+    let status = cmd
+        .status()
+        .expect("failed to run cargo for the policy guest");
+    assert!(
+        status.success(),
+        "building the policy guest for {TARGET} failed"
+    );
 
-    let built = guest_target.join(TARGET).join("release").join("policy.wasm");
+    let built = guest_target
+        .join(TARGET)
+        .join("release")
+        .join("policy.wasm");
     let copied = out_dir.join("policy.wasm");
     std::fs::copy(&built, &copied).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
     println!("cargo:rustc-env=NOMOS_BUILTIN_POLICY={}", copied.display());
@@ -59,7 +84,10 @@ fn main() {
 /// (`<target>/<profile>/build/<pkg>-<hash>/out`), or under OUT_DIR if the
 /// layout is unexpected.
 fn guest_target_dir(out_dir: &Path, workspace: &Path) -> PathBuf {
-    let target_root = out_dir.ancestors().nth(4).filter(|p| p.starts_with(workspace) || p.join("CACHEDIR.TAG").exists());
+    let target_root = out_dir
+        .ancestors()
+        .nth(4)
+        .filter(|p| p.starts_with(workspace) || p.join("CACHEDIR.TAG").exists());
     match target_root {
         Some(root) => root.join("guest-wasm"),
         None => out_dir.join("guest-wasm"),
@@ -80,7 +108,9 @@ fn ensure_target_installed() {
     if installed {
         return;
     }
-    println!("cargo:warning=adding the {TARGET} target with rustup (listed in rust-toolchain.toml)");
+    println!(
+        "cargo:warning=adding the {TARGET} target with rustup (listed in rust-toolchain.toml)"
+    );
     let mut cmd = Command::new("rustup");
     cmd.args(["target", "add", TARGET]);
     if let Ok(toolchain) = env::var("RUSTUP_TOOLCHAIN") {

@@ -26,14 +26,30 @@ mod tests {
 
     #[test]
     fn maps_synonyms_and_ignores_case_and_whitespace() {
-        assert_eq!(classify(" Succeeded\n"), StatusClass::Terminal(Outcome::Completed));
-        assert_eq!(classify("TIMED_OUT"), StatusClass::Terminal(Outcome::Failed));
-        assert_eq!(classify("canceled"), StatusClass::Terminal(Outcome::Cancelled));
+        assert_eq!(
+            classify(" Succeeded\n"),
+            StatusClass::Terminal(Outcome::Completed)
+        );
+        assert_eq!(
+            classify("TIMED_OUT"),
+            StatusClass::Terminal(Outcome::Failed)
+        );
+        assert_eq!(
+            classify("canceled"),
+            StatusClass::Terminal(Outcome::Cancelled)
+        );
     }
 
     #[test]
     fn unknown_and_running_states_are_not_terminal() {
-        for status in ["running", "queued", "in_progress", "", "finished?", "complete d"] {
+        for status in [
+            "running",
+            "queued",
+            "in_progress",
+            "",
+            "finished?",
+            "complete d",
+        ] {
             assert_eq!(classify(status), StatusClass::NonTerminal, "{status}");
         }
     }

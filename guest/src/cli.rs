@@ -93,7 +93,9 @@ pub fn run(command: Command, input: &str) -> Result<String, CliError> {
         Command::ExtractIds => to_json(&crate::extract::extract_execution_ids(input)),
         Command::Classify => to_json(&crate::classify::classify(input)),
         Command::Decide => to_json(&crate::decide::decide(&parse_decision_input(input)?)),
-        Command::DecideBatch => to_json(&crate::decide::decide_batch(&parse_decision_inputs(input)?)),
+        Command::DecideBatch => {
+            to_json(&crate::decide::decide_batch(&parse_decision_inputs(input)?))
+        }
         Command::Soul => return Ok(crate::soul::soul().to_string()),
         Command::Describe => to_json(&crate::describe()),
     };
@@ -114,7 +116,10 @@ mod tests {
         let cases = [
             ("{", "invalid decision input"),
             ("{\"now\":\"yesterday\"}", "invalid timestamp"),
-            ("{\"now\":\"2026-11-30T04:00:00Z\"}", "missing field `execution`"),
+            (
+                "{\"now\":\"2026-11-30T04:00:00Z\"}",
+                "missing field `execution`",
+            ),
         ];
         for (input, expected) in cases {
             let err = run(Command::Decide, input).unwrap_err();
@@ -132,6 +137,9 @@ mod tests {
 
     #[test]
     fn unknown_command_names_the_usage() {
-        assert!(Command::parse("frobnicate").unwrap_err().0.contains("usage"));
+        assert!(Command::parse("frobnicate")
+            .unwrap_err()
+            .0
+            .contains("usage"));
     }
 }

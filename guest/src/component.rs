@@ -43,7 +43,11 @@ impl Guest for DefaultPolicy {
 
     fn describe() -> w::PolicyInfo {
         let info = policy::describe();
-        w::PolicyInfo { name: info.name, version: info.version, contract: info.contract }
+        w::PolicyInfo {
+            name: info.name,
+            version: info.version,
+            contract: info.contract,
+        }
     }
 }
 
@@ -56,7 +60,10 @@ fn outcome(o: t::Outcome) -> w::Outcome {
 }
 
 fn timestamp(ts: w::Timestamp) -> t::Timestamp {
-    t::Timestamp { seconds: ts.seconds, nanoseconds: ts.nanoseconds }
+    t::Timestamp {
+        seconds: ts.seconds,
+        nanoseconds: ts.nanoseconds,
+    }
 }
 
 fn decision_input(i: w::DecisionInput) -> t::DecisionInput {

@@ -71,7 +71,10 @@ mod tests {
     use crate::types::{ApprovalRoute, Execution, Session, Timestamp, Window};
 
     fn at(seconds: i64) -> Timestamp {
-        Timestamp { seconds, nanoseconds: 0 }
+        Timestamp {
+            seconds,
+            nanoseconds: 0,
+        }
     }
 
     fn input(status: &str, now: i64, continuations: u32, attempts: u32) -> DecisionInput {
@@ -85,7 +88,11 @@ mod tests {
             },
             session: Session {
                 id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
-                window: Some(Window { opened_at: at(1000), expires_at: at(2800), route: ApprovalRoute::Button }),
+                window: Some(Window {
+                    opened_at: at(1000),
+                    expires_at: at(2800),
+                    route: ApprovalRoute::Button,
+                }),
                 continuations_in_window: continuations,
                 still_running: vec![],
             },
@@ -111,9 +118,18 @@ mod tests {
 
     #[test]
     fn loop_guard_and_attempts() {
-        assert_eq!(kind(&decide(&input("done", 1500, CONTINUATION_CAP - 1, 0))), "continue");
-        assert_eq!(kind(&decide(&input("done", 1500, CONTINUATION_CAP, 0))), "drop");
-        assert_eq!(kind(&decide(&input("done", 1500, 0, MAX_ATTEMPTS - 1))), "continue");
+        assert_eq!(
+            kind(&decide(&input("done", 1500, CONTINUATION_CAP - 1, 0))),
+            "continue"
+        );
+        assert_eq!(
+            kind(&decide(&input("done", 1500, CONTINUATION_CAP, 0))),
+            "drop"
+        );
+        assert_eq!(
+            kind(&decide(&input("done", 1500, 0, MAX_ATTEMPTS - 1))),
+            "continue"
+        );
         assert_eq!(kind(&decide(&input("done", 1500, 0, MAX_ATTEMPTS))), "drop");
     }
 

@@ -77,7 +77,9 @@ fn skip_id_suffix(bytes: &[u8], at: usize) -> usize {
 
 /// Skips a whole word `id` at `at`, as the key of a nested object.
 fn skip_id_word(bytes: &[u8], at: usize) -> usize {
-    let is_id = bytes.get(at..at + 2).is_some_and(|w| w.eq_ignore_ascii_case(b"id"));
+    let is_id = bytes
+        .get(at..at + 2)
+        .is_some_and(|w| w.eq_ignore_ascii_case(b"id"));
     if is_id && bytes.get(at + 2).is_none_or(|&b| !is_word_byte(b)) {
         at + 2
     } else {
@@ -115,14 +117,16 @@ fn uuid_at(bytes: &[u8], at: usize) -> Option<String> {
     if !(shaped && ends_cleanly) {
         return None;
     }
-    let id: String = candidate.iter().map(|&b| char::from(b.to_ascii_lowercase())).collect();
+    let id: String = candidate
+        .iter()
+        .map(|&b| char::from(b.to_ascii_lowercase()))
+        .collect();
     Some(id)
 }
 
 /// True if `text` is a canonical lowercase UUID (the form ids are stored in).
 pub fn is_canonical_uuid(text: &str) -> bool {
-    text.len() == UUID_LEN
-        && uuid_at(text.as_bytes(), 0).is_some_and(|id| id == text)
+    text.len() == UUID_LEN && uuid_at(text.as_bytes(), 0).is_some_and(|id| id == text)
 }
 
 #[cfg(test)]
@@ -134,7 +138,10 @@ mod tests {
 
     #[test]
     fn finds_the_plain_form() {
-        assert_eq!(extract_execution_ids(&format!("running, execution {A}")), vec![A]);
+        assert_eq!(
+            extract_execution_ids(&format!("running, execution {A}")),
+            vec![A]
+        );
     }
 
     #[test]

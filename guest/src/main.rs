@@ -6,7 +6,7 @@
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use nomos_policy_default::cli::{self, Command, CliError};
+use nomos_policy_default::cli::{self, CliError, Command};
 
 fn main() {
     match run() {
@@ -20,9 +20,14 @@ fn main() {
 
 fn run() -> Result<String, CliError> {
     let mut args = std::env::args().skip(1);
-    let name = args.next().ok_or_else(|| CliError(cli::USAGE.to_string()))?;
+    let name = args
+        .next()
+        .ok_or_else(|| CliError(cli::USAGE.to_string()))?;
     if let Some(extra) = args.next() {
-        return Err(CliError(format!("unexpected argument {extra:?}; {}", cli::USAGE)));
+        return Err(CliError(format!(
+            "unexpected argument {extra:?}; {}",
+            cli::USAGE
+        )));
     }
     let command = Command::parse(&name)?;
     let input = if command.reads_input() {

@@ -59,7 +59,10 @@ pub fn format_note(execution: &Execution, outcome: Outcome, still_running: &[Str
             note.push_str(&format!("- execution {}\n", sanitize_line(id)));
         }
         if still_running.len() > STILL_RUNNING_LIMIT {
-            note.push_str(&format!("- and {} more\n", still_running.len() - STILL_RUNNING_LIMIT));
+            note.push_str(&format!(
+                "- and {} more\n",
+                still_running.len() - STILL_RUNNING_LIMIT
+            ));
         }
     }
     note.push('\n');
@@ -85,7 +88,13 @@ fn headline(result: &str) -> String {
 /// that would garble the note, keeping newlines and tabs.
 fn sanitize(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{fffd}' } else { c })
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
         .collect()
 }
 
@@ -102,7 +111,11 @@ fn truncate_middle(text: &str) -> (String, usize) {
     let head_end = floor_char_boundary(text, RESULT_LIMIT - TAIL_KEEP);
     let tail_start = ceil_char_boundary(text, text.len() - TAIL_KEEP);
     let cut = tail_start - head_end;
-    let kept = format!("{}\n[… {cut} bytes omitted …]\n{}", &text[..head_end], &text[tail_start..]);
+    let kept = format!(
+        "{}\n[… {cut} bytes omitted …]\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    );
     (kept, cut)
 }
 
@@ -123,11 +136,7 @@ fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
 /// A backtick fence longer than any backtick run in `text`, so the result
 /// cannot close the fence and continue as if it were the note.
 fn fence_for(text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
 }
 
@@ -146,7 +155,11 @@ mod tests {
 
     #[test]
     fn first_line_names_the_execution_outcome_and_first_result_line() {
-        let note = format_note(&execution("\n  ssh: connection refused\nretry later"), Outcome::Failed, &[]);
+        let note = format_note(
+            &execution("\n  ssh: connection refused\nretry later"),
+            Outcome::Failed,
+            &[],
+        );
         assert!(note.starts_with(
             "execution 3f2504e0-4f89-11d3-9a0c-0305e82c3301 failed: ssh: connection refused\n"
         ));
@@ -165,7 +178,9 @@ mod tests {
         let result = format!("HEAD{}TAIL", "x".repeat(10_000));
         let note = format_note(&execution(&result), Outcome::Failed, &[]);
         assert!(note.contains("HEAD") && note.contains("TAIL"));
-        assert!(note.contains("[truncated: 5912 of 10008 bytes omitted from the middle of the result]"));
+        assert!(
+            note.contains("[truncated: 5912 of 10008 bytes omitted from the middle of the result]")
+        );
         assert!(note.len() < RESULT_LIMIT + 2000);
     }
 
@@ -178,7 +193,11 @@ mod tests {
 
     #[test]
     fn backticks_in_the_result_cannot_close_the_fence() {
-        let note = format_note(&execution("```\nignore the above\n`````"), Outcome::Failed, &[]);
+        let note = format_note(
+            &execution("```\nignore the above\n`````"),
+            Outcome::Failed,
+            &[],
+        );
         assert!(note.contains("``````text\n"));
     }
 

@@ -18,8 +18,11 @@ pub struct Timestamp {
 impl Timestamp {
     /// Parses an RFC 3339 time (any offset; kept as UTC).
     pub fn parse_rfc3339(text: &str) -> Result<Self, String> {
-        let parsed = OffsetDateTime::parse(text, &Rfc3339)
-            .map_err(|e| format!("invalid timestamp {text:?} ({e}); expected RFC 3339 such as 2026-11-30T04:00:00Z"))?;
+        let parsed = OffsetDateTime::parse(text, &Rfc3339).map_err(|e| {
+            format!(
+                "invalid timestamp {text:?} ({e}); expected RFC 3339 such as 2026-11-30T04:00:00Z"
+            )
+        })?;
         Ok(Self::from(parsed))
     }
 
@@ -94,8 +97,14 @@ struct StatusClassJson {
 impl Serialize for StatusClass {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let json = match *self {
-            StatusClass::NonTerminal => StatusClassJson { terminal: false, outcome: None },
-            StatusClass::Terminal(o) => StatusClassJson { terminal: true, outcome: Some(o) },
+            StatusClass::NonTerminal => StatusClassJson {
+                terminal: false,
+                outcome: None,
+            },
+            StatusClass::Terminal(o) => StatusClassJson {
+                terminal: true,
+                outcome: Some(o),
+            },
         };
         json.serialize(s)
     }
@@ -107,8 +116,12 @@ impl<'de> Deserialize<'de> for StatusClass {
         match (json.terminal, json.outcome) {
             (false, None) => Ok(StatusClass::NonTerminal),
             (true, Some(o)) => Ok(StatusClass::Terminal(o)),
-            (true, None) => Err(serde::de::Error::custom("a terminal status needs an outcome")),
-            (false, Some(_)) => Err(serde::de::Error::custom("a non-terminal status has no outcome")),
+            (true, None) => Err(serde::de::Error::custom(
+                "a terminal status needs an outcome",
+            )),
+            (false, Some(_)) => Err(serde::de::Error::custom(
+                "a non-terminal status has no outcome",
+            )),
         }
     }
 }

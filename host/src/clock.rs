@@ -28,7 +28,9 @@ pub struct ManualClock {
 
 impl ManualClock {
     pub fn new(start: OffsetDateTime) -> Self {
-        Self { now: Mutex::new(start) }
+        Self {
+            now: Mutex::new(start),
+        }
     }
 
     /// Moves the clock forward (or back, with a negative duration).

@@ -35,7 +35,11 @@ struct ServeArgs {
     #[arg(long, env = "NOMOS_CONTINUE_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// POST continuations and notices to this runtime webhook.
-    #[arg(long, env = "NOMOS_CONTINUE_AGENT_WEBHOOK", conflicts_with = "agent_openai")]
+    #[arg(
+        long,
+        env = "NOMOS_CONTINUE_AGENT_WEBHOOK",
+        conflicts_with = "agent_openai"
+    )]
     agent_webhook: Option<String>,
     /// Built-in chatWith: call this OpenAI-compatible chat endpoint with the
     /// session's stored history (record turns with POST /v1/sessions/{id}/turns).
@@ -142,7 +146,9 @@ fn main() -> ExitCode {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Policy(PolicyCmd::Check { wasm }) => commands::policy::check(&wasm),
-        Cmd::Policy(PolicyCmd::Test { wasm, golden_dir }) => commands::policy::test(&wasm, &golden_dir),
+        Cmd::Policy(PolicyCmd::Test { wasm, golden_dir }) => {
+            commands::policy::test(&wasm, &golden_dir)
+        }
         Cmd::Policy(PolicyCmd::Decide { wasm }) => commands::policy::decide(&wasm),
         Cmd::Policy(PolicyCmd::Extract { wasm }) => commands::policy::extract(&wasm),
     };

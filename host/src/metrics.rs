@@ -10,7 +10,9 @@ use std::time::Duration;
 use crate::policy::PolicyStats;
 
 /// Upper bounds of the pickup-latency buckets, in seconds.
-const LATENCY_BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0,
+];
 
 /// The worker's counters. Shared behind an `Arc`; every method is lock-free
 /// except the by-label maps, which are touched once per decision batch.
@@ -52,8 +54,10 @@ impl Metrics {
             }
         }
         self.latency_count.fetch_add(1, Ordering::Relaxed);
-        self.latency_sum_micros
-            .fetch_add(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.latency_sum_micros.fetch_add(
+            u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     pub fn set_pending_links(&self, count: u64) {
@@ -66,54 +70,122 @@ impl Metrics {
 
     /// Decisions recorded so far with this outcome.
     pub fn decisions_with(&self, outcome: &str) -> u64 {
-        self.decisions.lock().ok().and_then(|m| m.get(outcome).copied()).unwrap_or(0)
+        self.decisions
+            .lock()
+            .ok()
+            .and_then(|m| m.get(outcome).copied())
+            .unwrap_or(0)
     }
 
     /// Deliveries recorded so far with this result.
     pub fn deliveries_with(&self, result: &str) -> u64 {
-        self.deliveries.lock().ok().and_then(|m| m.get(result).copied()).unwrap_or(0)
+        self.deliveries
+            .lock()
+            .ok()
+            .and_then(|m| m.get(result).copied())
+            .unwrap_or(0)
     }
 
     /// Prometheus text exposition of these counters and the policy's.
     pub fn render(&self, policy: &PolicyStats, active_revision: &str) -> String {
         let mut out = String::new();
-        let map = |m: &Mutex<BTreeMap<&'static str, u64>>| m.lock().map(|m| m.clone()).unwrap_or_default();
-        let _ = writeln!(out, "# HELP nomos_continue_decisions_total Policy decisions by outcome.");
+        let map = |m: &Mutex<BTreeMap<&'static str, u64>>| {
+            m.lock().map(|m| m.clone()).unwrap_or_default()
+        };
+        let _ = writeln!(
+            out,
+            "# HELP nomos_continue_decisions_total Policy decisions by outcome."
+        );
         let _ = writeln!(out, "# TYPE nomos_continue_decisions_total counter");
         for (outcome, n) in map(&self.decisions) {
-            let _ = writeln!(out, "nomos_continue_decisions_total{{outcome=\"{outcome}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "nomos_continue_decisions_total{{outcome=\"{outcome}\"}} {n}"
+            );
         }
-        let _ = writeln!(out, "# HELP nomos_continue_deliveries_total Agent deliveries by result.");
+        let _ = writeln!(
+            out,
+            "# HELP nomos_continue_deliveries_total Agent deliveries by result."
+        );
         let _ = writeln!(out, "# TYPE nomos_continue_deliveries_total counter");
         for (result, n) in map(&self.deliveries) {
-            let _ = writeln!(out, "nomos_continue_deliveries_total{{result=\"{result}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "nomos_continue_deliveries_total{{result=\"{result}\"}} {n}"
+            );
         }
         let _ = writeln!(out, "# HELP nomos_continue_policy_failures_total Policy calls that trapped, timed out or answered malformed.");
         let _ = writeln!(out, "# TYPE nomos_continue_policy_failures_total counter");
         for (kind, n) in &policy.failures {
-            let _ = writeln!(out, "nomos_continue_policy_failures_total{{kind=\"{kind}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "nomos_continue_policy_failures_total{{kind=\"{kind}\"}} {n}"
+            );
         }
         let counters = [
-            ("nomos_continue_policy_evaluations_total", "Policy calls.", policy.evaluations),
-            ("nomos_continue_policy_swaps_total", "Policy revisions activated.", policy.swaps),
-            ("nomos_continue_policy_rejected_total", "Policy candidates refused.", policy.rejected_candidates),
-            ("nomos_continue_policy_fallbacks_total", "Returns to the last good policy.", policy.fallbacks),
-            ("nomos_continue_leases_rescued_total", "Expired leases released by the rescuer.", self.leases_rescued.load(Ordering::Relaxed)),
+            (
+                "nomos_continue_policy_evaluations_total",
+                "Policy calls.",
+                policy.evaluations,
+            ),
+            (
+                "nomos_continue_policy_swaps_total",
+                "Policy revisions activated.",
+                policy.swaps,
+            ),
+            (
+                "nomos_continue_policy_rejected_total",
+                "Policy candidates refused.",
+                policy.rejected_candidates,
+            ),
+            (
+                "nomos_continue_policy_fallbacks_total",
+                "Returns to the last good policy.",
+                policy.fallbacks,
+            ),
+            (
+                "nomos_continue_leases_rescued_total",
+                "Expired leases released by the rescuer.",
+                self.leases_rescued.load(Ordering::Relaxed),
+            ),
         ];
         for (name, help, value) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
         }
-        let _ = writeln!(out, "# HELP nomos_continue_pending_links Links not yet settled at the last plan step.");
+        let _ = writeln!(
+            out,
+            "# HELP nomos_continue_pending_links Links not yet settled at the last plan step."
+        );
         let _ = writeln!(out, "# TYPE nomos_continue_pending_links gauge");
-        let _ = writeln!(out, "nomos_continue_pending_links {}", self.pending_links.load(Ordering::Relaxed));
-        let _ = writeln!(out, "# HELP nomos_continue_policy_active_revision The active policy revision (sha256).");
+        let _ = writeln!(
+            out,
+            "nomos_continue_pending_links {}",
+            self.pending_links.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP nomos_continue_policy_active_revision The active policy revision (sha256)."
+        );
         let _ = writeln!(out, "# TYPE nomos_continue_policy_active_revision gauge");
-        let _ = writeln!(out, "nomos_continue_policy_active_revision{{revision=\"{active_revision}\"}} 1");
+        let _ = writeln!(
+            out,
+            "nomos_continue_policy_active_revision{{revision=\"{active_revision}\"}} 1"
+        );
         let name = "nomos_continue_pickup_latency_seconds";
-        let _ = writeln!(out, "# HELP {name} From an execution turning terminal to the agent call.");
+        let _ = writeln!(
+            out,
+            "# HELP {name} From an execution turning terminal to the agent call."
+        );
         let _ = writeln!(out, "# TYPE {name} histogram");
         for (bucket, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {}", bucket.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{le=\"{bound}\"}} {}",
+                bucket.load(Ordering::Relaxed)
+            );
         }
         let count = self.latency_count.load(Ordering::Relaxed);
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");

@@ -23,7 +23,10 @@ impl RecordingAgent {
     }
 
     pub fn continuations(&self) -> Vec<Continuation> {
-        self.continuations.lock().expect("continuations lock").clone()
+        self.continuations
+            .lock()
+            .expect("continuations lock")
+            .clone()
     }
 
     pub fn notices(&self) -> Vec<Notice> {
@@ -31,19 +34,29 @@ impl RecordingAgent {
     }
 
     fn answer(&self) -> Result<(), AgentError> {
-        self.script.lock().expect("script lock").pop_front().unwrap_or(Ok(()))
+        self.script
+            .lock()
+            .expect("script lock")
+            .pop_front()
+            .unwrap_or(Ok(()))
     }
 }
 
 #[async_trait]
 impl Agent for RecordingAgent {
     async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
-        self.continuations.lock().expect("continuations lock").push(continuation.clone());
+        self.continuations
+            .lock()
+            .expect("continuations lock")
+            .push(continuation.clone());
         self.answer()
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
-        self.notices.lock().expect("notices lock").push(notice.clone());
+        self.notices
+            .lock()
+            .expect("notices lock")
+            .push(notice.clone());
         self.answer()
     }
 }

@@ -8,13 +8,17 @@ use anyhow::{ensure, Context, Result};
 
 #[test]
 fn every_serve_flag_is_documented() -> Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?;
     let built = Command::new(env!("CARGO"))
         .args(["build", "-p", "nomos-continue", "--bin", "nomos-continue"])
         .current_dir(root)
         .status()?;
     ensure!(built.success(), "cargo build failed");
-    let help = Command::new(root.join("target/debug/nomos-continue")).args(["serve", "--help"]).output()?;
+    let help = Command::new(root.join("target/debug/nomos-continue"))
+        .args(["serve", "--help"])
+        .output()?;
     ensure!(help.status.success(), "serve --help failed");
     let help = String::from_utf8(help.stdout)?;
     let docs = std::fs::read_to_string(root.join("docs/configuration.md"))?;
@@ -25,7 +29,13 @@ fn every_serve_flag_is_documented() -> Result<()> {
         .filter(|w| *w != "--help")
         .collect();
     ensure!(flags.len() >= 10, "found only {flags:?} in serve --help");
-    let missing: Vec<&&str> = flags.iter().filter(|f| !docs.contains(&format!("`{f}`"))).collect();
-    ensure!(missing.is_empty(), "flags missing from docs/configuration.md: {missing:?}");
+    let missing: Vec<&&str> = flags
+        .iter()
+        .filter(|f| !docs.contains(&format!("`{f}`")))
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        "flags missing from docs/configuration.md: {missing:?}"
+    );
     Ok(())
 }

@@ -94,7 +94,10 @@ fn check_case(runtime: &PolicyRuntime, wasmtime: &Path, case: &GoldenCase) -> Re
         ));
     }
     if cli.exit_code != 0 && cli.stderr.trim_end().lines().count() != 1 {
-        problems.push(format!("{}: bad input must give exactly one stderr line, got {:?}", case.name, cli.stderr));
+        problems.push(format!(
+            "{}: bad input must give exactly one stderr line, got {:?}",
+            case.name, cli.stderr
+        ));
     }
     if blessing() {
         if same_result {
@@ -110,7 +113,13 @@ fn check_case(runtime: &PolicyRuntime, wasmtime: &Path, case: &GoldenCase) -> Re
         Expected::Error(s) => cli.exit_code != 0 && cli.stderr.trim_end() == s.trim_end(),
     };
     if !cli_as_expected {
-        problems.push(format!("{}: `wasmtime run` gave exit {} stdout {:?} stderr {:?}", case.name, cli.exit_code, clip(&cli.stdout), cli.stderr.trim_end()));
+        problems.push(format!(
+            "{}: `wasmtime run` gave exit {} stdout {:?} stderr {:?}",
+            case.name,
+            cli.exit_code,
+            clip(&cli.stdout),
+            cli.stderr.trim_end()
+        ));
     }
     Ok(problems)
 }
@@ -127,7 +136,9 @@ fn golden_cases_agree_on_both_paths() -> Result<()> {
     let wasmtime = wasmtime()?;
     let problems = Mutex::new(Vec::new());
     let next = Mutex::new(cases.iter());
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(4);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
@@ -142,9 +153,15 @@ fn golden_cases_agree_on_both_paths() -> Result<()> {
             });
         }
     });
-    let problems = problems.into_inner().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    let problems = problems
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?;
     if !problems.is_empty() {
-        bail!("{} golden problem(s):\n{}", problems.len(), problems.join("\n"));
+        bail!(
+            "{} golden problem(s):\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
     }
     Ok(())
 }
@@ -154,7 +171,10 @@ fn golden_cases_agree_on_both_paths() -> Result<()> {
 fn every_command_is_covered() -> Result<()> {
     let cases = golden::load_dir(&golden_dir(), true)?;
     for command in golden::COMMANDS {
-        let count = cases.iter().filter(|c| c.name.starts_with(&format!("{command}/"))).count();
+        let count = cases
+            .iter()
+            .filter(|c| c.name.starts_with(&format!("{command}/")))
+            .count();
         assert!(count > 0, "no golden cases for {command}");
     }
     Ok(())

@@ -8,16 +8,34 @@ use anyhow::{ensure, Context, Result};
 
 #[test]
 fn readme_wasmtime_examples_run_as_written() -> Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?;
     let readme = std::fs::read_to_string(root.join("README.md")).context("read README.md")?;
-    let examples: Vec<&str> = readme.lines().filter(|l| l.starts_with("wasmtime run ")).collect();
-    ensure!(examples.len() >= 6, "README shows only {} wasmtime examples", examples.len());
+    let examples: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with("wasmtime run "))
+        .collect();
+    ensure!(
+        examples.len() >= 6,
+        "README shows only {} wasmtime examples",
+        examples.len()
+    );
     // The host's build script has built the component by the time this test
     // binary exists; the README names the default target directory.
     let component = root.join("target/guest-wasm/wasm32-wasip2/release/policy.wasm");
-    ensure!(component.exists(), "{} is missing (is CARGO_TARGET_DIR set elsewhere?)", component.display());
+    ensure!(
+        component.exists(),
+        "{} is missing (is CARGO_TARGET_DIR set elsewhere?)",
+        component.display()
+    );
     for example in examples {
-        let output = Command::new("sh").arg("-c").arg(example).current_dir(root).output().context("run sh")?;
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg(example)
+            .current_dir(root)
+            .output()
+            .context("run sh")?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         ensure!(
             output.status.success() && !stdout.trim().is_empty(),

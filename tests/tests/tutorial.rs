@@ -28,10 +28,16 @@ fn sh_blocks(markdown: &str) -> Vec<String> {
 
 #[test]
 fn the_policy_tutorial_runs_as_written() -> Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?;
     let tutorial = std::fs::read_to_string(root.join("docs/policy-tutorial.md"))?;
     let blocks = sh_blocks(&tutorial);
-    ensure!(blocks.len() >= 6, "the tutorial has only {} sh blocks", blocks.len());
+    ensure!(
+        blocks.len() >= 6,
+        "the tutorial has only {} sh blocks",
+        blocks.len()
+    );
 
     let built = Command::new(env!("CARGO"))
         .args(["build", "-p", "nomos-continue", "--bin", "nomos-continue"])
@@ -40,7 +46,11 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         .context("build nomos-continue")?;
     ensure!(built.success(), "cargo build failed");
     let target = root.join("target");
-    let path = format!("{}:{}", target.join("debug").display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        target.join("debug").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let work = tempfile::tempdir()?;
     let script = format!("set -euo pipefail\n{}", blocks.join("\n"));
     let output = Command::new("bash")
@@ -55,10 +65,26 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         .context("run the tutorial")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    ensure!(output.status.success(), "tutorial failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
-    ensure!(stdout.contains(r#"{"terminal":true,"outcome":"failed"}"#), "degraded is not a failure:\n{stdout}");
-    ensure!(stdout.contains("terminal(failed)"), "the typed export disagrees:\n{stdout}");
-    ensure!(stdout.contains("0 failed"), "golden cases failed:\n{stdout}");
-    ensure!(stdout.contains("acme-degraded-is-failed"), "the swap did not take:\n{stdout}");
+    ensure!(
+        output.status.success(),
+        "tutorial failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    ensure!(
+        stdout.contains(r#"{"terminal":true,"outcome":"failed"}"#),
+        "degraded is not a failure:\n{stdout}"
+    );
+    ensure!(
+        stdout.contains("terminal(failed)"),
+        "the typed export disagrees:\n{stdout}"
+    );
+    ensure!(
+        stdout.contains("0 failed"),
+        "golden cases failed:\n{stdout}"
+    );
+    ensure!(
+        stdout.contains("acme-degraded-is-failed"),
+        "the swap did not take:\n{stdout}"
+    );
     Ok(())
 }

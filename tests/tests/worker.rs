@@ -18,7 +18,9 @@ use uuid::Uuid;
 fn policy() -> Arc<PolicyRuntime> {
     static POLICY: OnceLock<Arc<PolicyRuntime>> = OnceLock::new();
     POLICY
-        .get_or_init(|| Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads")))
+        .get_or_init(|| {
+            Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"))
+        })
         .clone()
 }
 
@@ -34,7 +36,10 @@ impl Rig {
     fn new(store: Store) -> Self {
         let clock = Arc::new(ManualClock::new(datetime!(2026-11-30 04:00:00 UTC)));
         let agent = Arc::new(RecordingAgent::default());
-        let config = WorkerConfig { worker_id: "test-worker".into(), ..WorkerConfig::default() };
+        let config = WorkerConfig {
+            worker_id: "test-worker".into(),
+            ..WorkerConfig::default()
+        };
         let worker = Worker::new(
             store.clone(),
             policy(),
@@ -43,18 +48,32 @@ impl Rig {
             config,
             Arc::new(Metrics::default()),
         );
-        Self { store, clock, agent, worker, session: Uuid::new_v4() }
+        Self {
+            store,
+            clock,
+            agent,
+            worker,
+            session: Uuid::new_v4(),
+        }
     }
 
     async fn approve(&self) {
         self.store
-            .approve(self.session, Route::Button, self.clock.now(), Duration::minutes(30))
+            .approve(
+                self.session,
+                Route::Button,
+                self.clock.now(),
+                Duration::minutes(30),
+            )
             .await
             .expect("approve");
     }
 
     async fn link(&self, ids: &[Uuid]) {
-        self.store.link(self.session, ids, self.clock.now()).await.expect("link");
+        self.store
+            .link(self.session, ids, self.clock.now())
+            .await
+            .expect("link");
     }
 
     async fn report(&self, id: Uuid, status: &str, result: &str) {
@@ -117,8 +136,15 @@ async fn finished_executions_of_a_session_fold_into_one_continuation(store: Stor
     assert_eq!(calls.len(), 1);
     let call = &calls[0];
     assert_eq!(call.session_id, rig.session);
-    assert!(call.note.contains(&format!("execution {a} failed: ssh: connection refused")), "{}", call.note);
-    assert!(call.note.contains(&format!("execution {b} completed: container 101 created")));
+    assert!(
+        call.note
+            .contains(&format!("execution {a} failed: ssh: connection refused")),
+        "{}",
+        call.note
+    );
+    assert!(call
+        .note
+        .contains(&format!("execution {b} completed: container 101 created")));
     assert!(call.soul.contains("re-invokes you"));
     let mut ids: Vec<Uuid> = call.executions.iter().map(|e| e.id).collect();
     ids.sort();
@@ -126,8 +152,15 @@ async fn finished_executions_of_a_session_fold_into_one_continuation(store: Stor
     want.sort();
     assert_eq!(ids, want);
 
-    let summary = rig.store.session_summary(rig.session).await.expect("summary");
-    assert!(summary.links.iter().all(|l| l.outcome == Some(Settlement::Continued)));
+    let summary = rig
+        .store
+        .session_summary(rig.session)
+        .await
+        .expect("summary");
+    assert!(summary
+        .links
+        .iter()
+        .all(|l| l.outcome == Some(Settlement::Continued)));
     assert_eq!(summary.deliveries.len(), 1);
     assert_eq!(summary.deliveries[0].state, DeliveryState::Delivered);
     assert_eq!(summary.deliveries[0].idempotency_key, call.idempotency_key);
@@ -156,7 +189,10 @@ async fn running_executions_wait_and_are_continued_when_they_finish(store: Store
     assert_eq!(tick.deliver.delivered, 1);
     let note = &rig.agent.continuations()[0].note;
     assert!(note.starts_with(&format!("execution {a} completed: packages installed")));
-    assert!(note.contains(&format!("- execution {b}")), "b is still running: {note}");
+    assert!(
+        note.contains(&format!("- execution {b}")),
+        "b is still running: {note}"
+    );
 }
 
 /// No approval: the completion is settled as dropped, and exactly one
@@ -174,8 +210,15 @@ async fn without_a_window_a_completion_is_dropped_with_one_notice(store: Store) 
     assert!(rig.agent.continuations().is_empty());
     let notices = rig.agent.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].message.contains(&a.to_string()) && notices[0].message.contains("assent window closed"));
-    let summary = rig.store.session_summary(rig.session).await.expect("summary");
+    assert!(
+        notices[0].message.contains(&a.to_string())
+            && notices[0].message.contains("assent window closed")
+    );
+    let summary = rig
+        .store
+        .session_summary(rig.session)
+        .await
+        .expect("summary");
     assert_eq!(summary.links[0].outcome, Some(Settlement::Dropped));
 }
 
@@ -186,7 +229,10 @@ async fn after_a_deny_a_completion_is_not_continued(store: Store) {
     rig.approve().await;
     rig.link(&[a]).await;
     rig.clock.advance(Duration::minutes(1));
-    rig.store.deny(rig.session, rig.clock.now()).await.expect("deny");
+    rig.store
+        .deny(rig.session, rig.clock.now())
+        .await
+        .expect("deny");
     rig.report(a, "completed", "ok").await;
     rig.worker.run_once().await.expect("pass");
     assert!(rig.agent.continuations().is_empty());
@@ -205,7 +251,11 @@ async fn after_the_window_expires_a_completion_is_not_continued(store: Store) {
     assert!(rig.agent.continuations().is_empty());
     let notices = rig.agent.notices();
     assert_eq!(notices.len(), 1);
-    assert!(notices[0].message.contains("expired"), "{}", notices[0].message);
+    assert!(
+        notices[0].message.contains("expired"),
+        "{}",
+        notices[0].message
+    );
 }
 
 /// The policy's cap (20 per window): the 21st completion is dropped by the
@@ -216,14 +266,19 @@ async fn the_loop_guard_stops_continuations_at_the_cap(store: Store) {
     for i in 0..21 {
         let id = Uuid::new_v4();
         rig.link(&[id]).await;
-        rig.report(id, "failed", &format!("attempt {i} failed")).await;
+        rig.report(id, "failed", &format!("attempt {i} failed"))
+            .await;
         rig.clock.advance(Duration::seconds(10));
         rig.worker.run_once().await.expect("pass");
     }
     assert_eq!(rig.agent.continuations().len(), 20);
     let notices = rig.agent.notices();
     assert_eq!(notices.len(), 1);
-    assert!(notices[0].message.contains("loop guard"), "{}", notices[0].message);
+    assert!(
+        notices[0].message.contains("loop guard"),
+        "{}",
+        notices[0].message
+    );
 }
 
 /// A 5xx-like failure: the delivery stays pending with a backoff; while it
@@ -234,14 +289,19 @@ async fn a_failed_delivery_is_retried_with_the_same_key_and_blocks_the_session(s
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     rig.approve().await;
     rig.link(&[a, b]).await;
-    rig.agent.script([Err(AgentError::Retryable("503 from runtime".into()))]);
+    rig.agent
+        .script([Err(AgentError::Retryable("503 from runtime".into()))]);
     rig.report(a, "failed", "first").await;
     let tick = rig.worker.run_once().await.expect("pass");
     assert_eq!(tick.deliver.retried, 1);
 
     rig.report(b, "completed", "second").await;
     let tick = rig.worker.run_once().await.expect("pass");
-    assert_eq!((tick.plan.busy, tick.deliver.attempted), (1, 0), "backoff not over, session busy");
+    assert_eq!(
+        (tick.plan.busy, tick.deliver.attempted),
+        (1, 0),
+        "backoff not over, session busy"
+    );
 
     rig.clock.advance(Duration::seconds(2));
     let tick = rig.worker.run_once().await.expect("pass");
@@ -250,7 +310,10 @@ async fn a_failed_delivery_is_retried_with_the_same_key_and_blocks_the_session(s
     assert_eq!(tick.deliver.delivered, 1);
     let calls = rig.agent.continuations();
     assert_eq!(calls.len(), 3);
-    assert_eq!(calls[0].idempotency_key, calls[1].idempotency_key, "the retry reuses the key");
+    assert_eq!(
+        calls[0].idempotency_key, calls[1].idempotency_key,
+        "the retry reuses the key"
+    );
     assert_ne!(calls[1].idempotency_key, calls[2].idempotency_key);
     assert_eq!(calls[2].executions[0].id, b);
 }
@@ -262,17 +325,30 @@ async fn a_permanent_failure_ends_in_a_visible_failed_state(store: Store) {
     let a = Uuid::new_v4();
     rig.approve().await;
     rig.link(&[a]).await;
-    rig.agent.script([Err(AgentError::Permanent("404 unknown session".into()))]);
+    rig.agent
+        .script([Err(AgentError::Permanent("404 unknown session".into()))]);
     rig.report(a, "failed", "boom").await;
     let tick = rig.worker.run_once().await.expect("pass");
     assert_eq!(tick.deliver.gave_up, 1);
-    let summary = rig.store.session_summary(rig.session).await.expect("summary");
+    let summary = rig
+        .store
+        .session_summary(rig.session)
+        .await
+        .expect("summary");
     assert_eq!(summary.deliveries[0].state, DeliveryState::Failed);
     assert_eq!(summary.links[0].outcome, Some(Settlement::Failed));
-    assert!(summary.deliveries[0].last_error.as_deref().unwrap_or("").contains("404"));
+    assert!(summary.deliveries[0]
+        .last_error
+        .as_deref()
+        .unwrap_or("")
+        .contains("404"));
     rig.clock.advance(Duration::hours(1));
     rig.worker.run_once().await.expect("pass");
-    assert_eq!(rig.agent.continuations().len(), 1, "no retry after a permanent failure");
+    assert_eq!(
+        rig.agent.continuations().len(),
+        1,
+        "no retry after a permanent failure"
+    );
 }
 
 /// A worker that claimed a delivery and died: once its lease expires,
@@ -285,7 +361,11 @@ async fn an_expired_lease_is_redelivered_with_the_same_key(store: Store) {
     rig.report(a, "failed", "boom").await;
     rig.worker.plan_once().await.expect("plan");
     let lease = Duration::seconds(60);
-    let taken = rig.store.claim_deliveries("dead-worker", rig.clock.now(), lease, 10).await.expect("claim");
+    let taken = rig
+        .store
+        .claim_deliveries("dead-worker", rig.clock.now(), lease, 10)
+        .await
+        .expect("claim");
     assert_eq!(taken.len(), 1);
     let tick = rig.worker.deliver_once().await.expect("deliver");
     assert_eq!(tick.attempted, 0, "the dead worker's lease still holds");
@@ -296,6 +376,11 @@ async fn an_expired_lease_is_redelivered_with_the_same_key(store: Store) {
     let calls = rig.agent.continuations();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].idempotency_key, taken[0].idempotency_key);
-    assert!(!rig.store.complete_delivery(taken[0].id, "dead-worker", rig.clock.now()).await.expect("cas"),
-        "the dead worker's late completion changes nothing");
+    assert!(
+        !rig.store
+            .complete_delivery(taken[0].id, "dead-worker", rig.clock.now())
+            .await
+            .expect("cas"),
+        "the dead worker's late completion changes nothing"
+    );
 }

@@ -8,7 +8,9 @@ use crate::store::Store;
 pub fn run(database_url: &str) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::connect(database_url).await.context("connect to the database")?;
+        let store = Store::connect(database_url)
+            .await
+            .context("connect to the database")?;
         store.migrate().await.context("migrate the database")?;
         let applied = store.applied_migrations().await?;
         println!("migrations applied: {applied:?}");

@@ -21,7 +21,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::store::{Role, Store};
 
 /// The plan the operator approved, in order.
-pub const PLAN: [&str; 4] = ["pct_create web-01", "apt-get install nginx", "configure nginx site", "verify http://10.0.0.7/"];
+pub const PLAN: [&str; 4] = [
+    "pct_create web-01",
+    "apt-get install nginx",
+    "configure nginx site",
+    "verify http://10.0.0.7/",
+];
 const FIX_SSH: &str = "pct exec 101 -- systemctl enable --now ssh";
 
 /// The agent's memory of its work.
@@ -49,13 +54,29 @@ pub struct ScriptedAgent {
 }
 
 impl ScriptedAgent {
-    pub fn new(session: Uuid, api: ApiClient, executor: Arc<Executor>, store: Store, timeline: Arc<Timeline>) -> Self {
-        Self { session, api, executor, store, timeline, progress: Mutex::new(Progress::default()), finished: Notify::new() }
+    pub fn new(
+        session: Uuid,
+        api: ApiClient,
+        executor: Arc<Executor>,
+        store: Store,
+        timeline: Arc<Timeline>,
+    ) -> Self {
+        Self {
+            session,
+            api,
+            executor,
+            store,
+            timeline,
+            progress: Mutex::new(Progress::default()),
+            finished: Notify::new(),
+        }
     }
 
     /// The webhook routes.
     pub fn router(self: Arc<Self>) -> Router {
-        Router::new().route("/hooks/nomos", post(webhook)).with_state(self)
+        Router::new()
+            .route("/hooks/nomos", post(webhook))
+            .with_state(self)
     }
 
     /// Fixes made after diagnosing a failure.
@@ -69,13 +90,18 @@ impl ScriptedAgent {
 
     /// The agent's first turn, right after the operator's approval.
     pub async fn begin(&self) -> anyhow::Result<()> {
-        self.say("Plan approved. Step 1: creating the container; I will be re-invoked when it finishes.").await?;
+        self.say(
+            "Plan approved. Step 1: creating the container; I will be re-invoked when it finishes.",
+        )
+        .await?;
         self.run_step(PLAN[0]).await
     }
 
     async fn say(&self, text: &str) -> anyhow::Result<()> {
         self.timeline.record(Actor::Agent, text);
-        self.store.append_turn(self.session, Role::Assistant, text, SystemClock.now()).await?;
+        self.store
+            .append_turn(self.session, Role::Assistant, text, SystemClock.now())
+            .await?;
         Ok(())
     }
 
@@ -84,27 +110,48 @@ impl ScriptedAgent {
         let (id, tool_result) = self.executor.start(step);
         self.lock().steps.insert(id, step.to_string());
         let linked = self.api.tool_result(self.session, &tool_result).await?;
-        self.timeline.record(Actor::System, format!("linked execution {} to the session; the agent's turn ends", linked.join(", ")));
+        self.timeline.record(
+            Actor::System,
+            format!(
+                "linked execution {} to the session; the agent's turn ends",
+                linked.join(", ")
+            ),
+        );
         Ok(())
     }
 
     /// One re-invocation: decide the next move from each finished execution.
     async fn handle(&self, body: &Value) -> anyhow::Result<()> {
-        let key = body["idempotency_key"].as_str().unwrap_or_default().to_string();
+        let key = body["idempotency_key"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if !self.lock().seen.insert(key.clone()) {
-            self.timeline.record(Actor::Agent, format!("redelivery of {key} ignored"));
+            self.timeline
+                .record(Actor::Agent, format!("redelivery of {key} ignored"));
             return Ok(());
         }
         if body["kind"] == "notice" {
-            self.timeline.record(Actor::System, format!("notice: {}", body["notice"].as_str().unwrap_or_default()));
+            self.timeline.record(
+                Actor::System,
+                format!("notice: {}", body["notice"].as_str().unwrap_or_default()),
+            );
             return Ok(());
         }
-        let headline = body["note"].as_str().and_then(|n| n.lines().next()).unwrap_or_default();
-        self.timeline.record(Actor::System, format!("re-invoked the agent: {headline}"));
+        let headline = body["note"]
+            .as_str()
+            .and_then(|n| n.lines().next())
+            .unwrap_or_default();
+        self.timeline
+            .record(Actor::System, format!("re-invoked the agent: {headline}"));
         let executions = body["executions"].as_array().cloned().unwrap_or_default();
         for execution in executions {
-            let id = execution["id"].as_str().and_then(|s| Uuid::parse_str(s).ok());
-            let step = id.and_then(|id| self.lock().steps.get(&id).cloned()).unwrap_or_default();
+            let id = execution["id"]
+                .as_str()
+                .and_then(|s| Uuid::parse_str(s).ok());
+            let step = id
+                .and_then(|id| self.lock().steps.get(&id).cloned())
+                .unwrap_or_default();
             let outcome = execution["outcome"].as_str().unwrap_or_default();
             let result = execution["result"].as_str().unwrap_or_default();
             self.next_move(&step, outcome, result).await?;
@@ -122,7 +169,8 @@ impl ScriptedAgent {
             return self.say(&format!("{step} {outcome} and I have no fix for it: this is a genuine blocker for the operator.")).await;
         }
         if step == FIX_SSH {
-            self.say("sshd is running in CT 101. Retrying step 2: installing nginx.").await?;
+            self.say("sshd is running in CT 101. Retrying step 2: installing nginx.")
+                .await?;
             return self.run_step(PLAN[1]).await;
         }
         let Some(index) = PLAN.iter().position(|s| *s == step) else {
@@ -130,7 +178,8 @@ impl ScriptedAgent {
         };
         match PLAN.get(index + 1) {
             Some(next) => {
-                self.say(&format!("{step} completed. Step {}: {next}.", index + 2)).await?;
+                self.say(&format!("{step} completed. Step {}: {next}.", index + 2))
+                    .await?;
                 self.run_step(next).await
             }
             None => {
@@ -147,7 +196,9 @@ async fn webhook(State(agent): State<Arc<ScriptedAgent>>, Json(body): Json<Value
     match agent.handle(&body).await {
         Ok(()) => StatusCode::OK,
         Err(e) => {
-            agent.timeline.record(Actor::Agent, format!("could not act on the note: {e:#}"));
+            agent
+                .timeline
+                .record(Actor::Agent, format!("could not act on the note: {e:#}"));
             StatusCode::SERVICE_UNAVAILABLE
         }
     }

@@ -32,7 +32,12 @@ pub struct Executor {
 
 impl Executor {
     pub fn new(api: ApiClient, timeline: Arc<Timeline>) -> Self {
-        Self { api, timeline, attempts: Mutex::new(HashMap::new()), tasks: Mutex::new(tokio::task::JoinSet::new()) }
+        Self {
+            api,
+            timeline,
+            attempts: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(tokio::task::JoinSet::new()),
+        }
     }
 
     /// Starts `step`; returns the tool result the agent sees at once.
@@ -45,20 +50,36 @@ impl Executor {
             *n
         };
         let script = outcome(step, attempt);
-        self.timeline.record(Actor::Executor, format!("{step}: started execution {id}, running in the background"));
+        self.timeline.record(
+            Actor::Executor,
+            format!("{step}: started execution {id}, running in the background"),
+        );
         let api = self.api.clone();
         let timeline = self.timeline.clone();
         let name = step.to_string();
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         tasks.spawn(async move {
             if let Err(e) = api.put_execution(id, "running", "").await {
-                timeline.record(Actor::Executor, format!("could not report execution {id}: {e:#}"));
+                timeline.record(
+                    Actor::Executor,
+                    format!("could not report execution {id}: {e:#}"),
+                );
                 return;
             }
             tokio::time::sleep(script.takes).await;
-            timeline.record(Actor::Executor, format!("{name}: execution {id} {}: {}", script.status, first_line(&script.result)));
+            timeline.record(
+                Actor::Executor,
+                format!(
+                    "{name}: execution {id} {}: {}",
+                    script.status,
+                    first_line(&script.result)
+                ),
+            );
             if let Err(e) = api.put_execution(id, script.status, &script.result).await {
-                timeline.record(Actor::Executor, format!("could not report execution {id}: {e:#}"));
+                timeline.record(
+                    Actor::Executor,
+                    format!("could not report execution {id}: {e:#}"),
+                );
             }
         });
         (id, format!("{step}: accepted; running, execution {id}"))

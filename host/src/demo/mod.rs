@@ -66,7 +66,9 @@ pub fn run() -> Result<DemoSummary> {
 pub async fn replay(timeline: Arc<Timeline>) -> Result<DemoSummary> {
     let dir = tempfile::tempdir().context("create a temporary directory")?;
     let url = format!("sqlite:{}", dir.path().join("demo.db").display());
-    let store = Store::connect(&url).await.context("open the demo database")?;
+    let store = Store::connect(&url)
+        .await
+        .context("open the demo database")?;
     store.migrate().await.context("migrate the demo database")?;
     let shutdown = CancellationToken::new();
     let result = run_scenario(&store, timeline, &shutdown).await;
@@ -75,52 +77,108 @@ pub async fn replay(timeline: Arc<Timeline>) -> Result<DemoSummary> {
     result
 }
 
-async fn run_scenario(store: &Store, timeline: Arc<Timeline>, shutdown: &CancellationToken) -> Result<DemoSummary> {
+async fn run_scenario(
+    store: &Store,
+    timeline: Arc<Timeline>,
+    shutdown: &CancellationToken,
+) -> Result<DemoSummary> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let metrics = Arc::new(Metrics::default());
-    let policy = Arc::new(PolicyRuntime::new(Limits::default()).context("load the built-in policy")?);
+    let policy =
+        Arc::new(PolicyRuntime::new(Limits::default()).context("load the built-in policy")?);
     let token = format!("demo-{}", Uuid::new_v4().simple());
     let session = Uuid::new_v4();
     let mut tasks = tokio::task::JoinSet::new();
 
     // The runtime's webhook, where the scripted agent lives.
-    let hook_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("bind the agent webhook")?;
+    let hook_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("bind the agent webhook")?;
     let hook_addr = hook_listener.local_addr()?;
     // nomos-continue's API.
-    let api_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("bind the API")?;
+    let api_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("bind the API")?;
     let api_addr = api_listener.local_addr()?;
     let api_client = ApiClient::new(format!("http://{api_addr}"), token.clone());
 
     let executor = Arc::new(Executor::new(api_client.clone(), timeline.clone()));
-    let agent = Arc::new(ScriptedAgent::new(session, api_client.clone(), executor.clone(), store.clone(), timeline.clone()));
+    let agent = Arc::new(ScriptedAgent::new(
+        session,
+        api_client.clone(),
+        executor.clone(),
+        store.clone(),
+        timeline.clone(),
+    ));
     let hook_shutdown = shutdown.clone();
     let hook_app = agent.clone().router();
     tasks.spawn(async move {
-        let _ = axum::serve(hook_listener, hook_app).with_graceful_shutdown(async move { hook_shutdown.cancelled().await }).await;
+        let _ = axum::serve(hook_listener, hook_app)
+            .with_graceful_shutdown(async move { hook_shutdown.cancelled().await })
+            .await;
     });
 
-    let webhook = WebhookAgent::new(WebhookConfig::new(format!("http://{hook_addr}/hooks/nomos")))
-        .context("configure the webhook")?;
-    let config = WorkerConfig { poll_interval: Duration::from_millis(250), ..WorkerConfig::default() };
-    let worker = Worker::new(store.clone(), policy.clone(), Arc::new(webhook), clock.clone(), config, metrics.clone());
+    let webhook = WebhookAgent::new(WebhookConfig::new(format!(
+        "http://{hook_addr}/hooks/nomos"
+    )))
+    .context("configure the webhook")?;
+    let config = WorkerConfig {
+        poll_interval: Duration::from_millis(250),
+        ..WorkerConfig::default()
+    };
+    let worker = Worker::new(
+        store.clone(),
+        policy.clone(),
+        Arc::new(webhook),
+        clock.clone(),
+        config,
+        metrics.clone(),
+    );
     tasks.spawn(worker.clone().run(shutdown.clone()));
-    tasks.spawn(Rescuer::new(store.clone(), clock.clone(), metrics.clone(), Duration::from_secs(5)).run(shutdown.clone()));
-    let state = AppState { store: store.clone(), policy, clock: clock.clone(), metrics, wake: worker.waker(), token: Some(token) };
+    tasks.spawn(
+        Rescuer::new(
+            store.clone(),
+            clock.clone(),
+            metrics.clone(),
+            Duration::from_secs(5),
+        )
+        .run(shutdown.clone()),
+    );
+    let state = AppState {
+        store: store.clone(),
+        policy,
+        clock: clock.clone(),
+        metrics,
+        wake: worker.waker(),
+        token: Some(token),
+    };
     let api_shutdown = shutdown.clone();
     tasks.spawn(async move {
-        let _ = axum::serve(api_listener, api::router(state)).with_graceful_shutdown(async move { api_shutdown.cancelled().await }).await;
+        let _ = axum::serve(api_listener, api::router(state))
+            .with_graceful_shutdown(async move { api_shutdown.cancelled().await })
+            .await;
     });
     timeline.record(Actor::System, format!("API on http://{api_addr}, agent webhook on http://{hook_addr}, SQLite store, built-in policy"));
 
     let request = "Provision a web server: a container web-01 with nginx serving on 10.0.0.7.";
-    store.append_turn(session, Role::User, request, clock.now()).await?;
+    store
+        .append_turn(session, Role::User, request, clock.now())
+        .await?;
     timeline.record(Actor::Operator, request);
-    timeline.record(Actor::Agent, format!("Proposed plan: {}.", PLAN.join(" → ")));
+    timeline.record(
+        Actor::Agent,
+        format!("Proposed plan: {}.", PLAN.join(" → ")),
+    );
     api_client.approve(session, "button").await?;
-    timeline.record(Actor::Operator, "approved the plan (button); nomos-continue opened a 30-minute assent window");
+    timeline.record(
+        Actor::Operator,
+        "approved the plan (button); nomos-continue opened a 30-minute assent window",
+    );
     agent.begin().await?;
 
-    let reached = tokio::time::timeout(DEADLINE, agent.finished.notified()).await.is_ok();
+    let reached = tokio::time::timeout(DEADLINE, agent.finished.notified())
+        .await
+        .is_ok();
     executor.finish().await;
     // Let the last continuation's delivery be marked before counting.
     wait_until_settled(store, session).await?;
@@ -147,7 +205,12 @@ async fn wait_until_settled(store: &Store, session: Uuid) -> Result<()> {
 }
 
 /// Counts everything from the store: links, the ledger, the chat turns.
-async fn summarize(store: &Store, session: Uuid, timeline: &Timeline, fixes: u32) -> Result<DemoSummary> {
+async fn summarize(
+    store: &Store,
+    session: Uuid,
+    timeline: &Timeline,
+    fixes: u32,
+) -> Result<DemoSummary> {
     let summary = store.session_summary(session).await?;
     let window = summary.window.context("the session has no window")?;
     let continuations = summary
@@ -174,8 +237,14 @@ async fn summarize(store: &Store, session: Uuid, timeline: &Timeline, fixes: u32
 fn print_summary(s: &DemoSummary) {
     println!();
     println!("summary (counted from the store)");
-    println!("  plan steps:                        {} (+{} fix found by the agent)", s.plan_steps, s.fixes);
+    println!(
+        "  plan steps:                        {} (+{} fix found by the agent)",
+        s.plan_steps, s.fixes
+    );
     println!("  asynchronous executions:           {}", s.executions);
     println!("  automatic continuations:           {}", s.continuations);
-    println!("operator messages after approval: {}", s.operator_messages_after_approval);
+    println!(
+        "operator messages after approval: {}",
+        s.operator_messages_after_approval
+    );
 }

@@ -41,13 +41,26 @@ pub struct Timeline {
 
 impl Timeline {
     pub fn new(quiet: bool) -> Self {
-        Self { start: Instant::now(), events: Mutex::new(Vec::new()), quiet }
+        Self {
+            start: Instant::now(),
+            events: Mutex::new(Vec::new()),
+            quiet,
+        }
     }
 
     pub fn record(&self, actor: Actor, text: impl Into<String>) {
-        let event = Event { millis: self.start.elapsed().as_millis(), actor, text: text.into() };
+        let event = Event {
+            millis: self.start.elapsed().as_millis(),
+            actor,
+            text: text.into(),
+        };
         if !self.quiet {
-            println!("{:>7.3}s  {:<14} {}", event.millis as f64 / 1000.0, event.actor.label(), event.text);
+            println!(
+                "{:>7.3}s  {:<14} {}",
+                event.millis as f64 / 1000.0,
+                event.actor.label(),
+                event.text
+            );
         }
         if let Ok(mut events) = self.events.lock() {
             events.push(event);

@@ -52,14 +52,20 @@ impl CompiledPolicy {
     /// world; a mismatch names what is missing.
     pub(crate) fn compile(sandbox: &Sandbox, bytes: &[u8]) -> Result<Self, PolicyError> {
         let revision = Revision::of(bytes);
-        let component = Component::new(&sandbox.engine, bytes)
-            .map_err(|e| PolicyError::Invalid(format!("not a loadable WebAssembly component: {e:#}")))?;
+        let component = Component::new(&sandbox.engine, bytes).map_err(|e| {
+            PolicyError::Invalid(format!("not a loadable WebAssembly component: {e:#}"))
+        })?;
         check_exports(sandbox, &component)?;
         let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
-            PolicyError::Invalid(format!("the policy imports something the sandbox does not provide: {e:#}"))
+            PolicyError::Invalid(format!(
+                "the policy imports something the sandbox does not provide: {e:#}"
+            ))
         })?;
-        let pre = ContinuationPolicyPre::new(instance_pre)
-            .map_err(|e| PolicyError::Invalid(format!("the policy does not match the {POLICY_EXPORT} interface: {e:#}")))?;
+        let pre = ContinuationPolicyPre::new(instance_pre).map_err(|e| {
+            PolicyError::Invalid(format!(
+                "the policy does not match the {POLICY_EXPORT} interface: {e:#}"
+            ))
+        })?;
         Ok(Self { revision, pre })
     }
 }
@@ -73,7 +79,10 @@ fn check_exports(sandbox: &Sandbox, component: &Component) -> Result<(), PolicyE
         .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
         .map(|(name, _)| name.to_string())
         .collect();
-    if exports.iter().any(|name| name.starts_with(COMPATIBLE_PREFIX)) {
+    if exports
+        .iter()
+        .any(|name| name.starts_with(COMPATIBLE_PREFIX))
+    {
         return Ok(());
     }
     let same_contract: Vec<&String> = exports

@@ -7,7 +7,10 @@ use nomos_policy_default::types as t;
 use super::bindings::wit as w;
 
 pub(crate) fn timestamp(ts: t::Timestamp) -> w::Timestamp {
-    w::Timestamp { seconds: ts.seconds, nanoseconds: ts.nanoseconds }
+    w::Timestamp {
+        seconds: ts.seconds,
+        nanoseconds: ts.nanoseconds,
+    }
 }
 
 pub(crate) fn route(r: t::ApprovalRoute) -> w::ApprovalRoute {
@@ -61,5 +64,9 @@ pub(crate) fn status_class(c: w::StatusClass) -> t::StatusClass {
 }
 
 pub(crate) fn policy_info(p: w::PolicyInfo) -> t::PolicyInfo {
-    t::PolicyInfo { name: p.name, version: p.version, contract: p.contract }
+    t::PolicyInfo {
+        name: p.name,
+        version: p.version,
+        contract: p.contract,
+    }
 }

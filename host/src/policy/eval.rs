@@ -39,7 +39,10 @@ impl PolicyFailure {
     /// True for failures that are the policy's fault (they count towards
     /// falling back to the last good revision).
     pub fn is_policy_fault(&self) -> bool {
-        !matches!(self, PolicyFailure::InputTooLarge(..) | PolicyFailure::Instantiate(_))
+        !matches!(
+            self,
+            PolicyFailure::InputTooLarge(..) | PolicyFailure::Instantiate(_)
+        )
     }
 
     /// A short label for metrics.
@@ -70,12 +73,19 @@ fn with_instance<T>(
     call(&mut store, &instance).map_err(|e| classify_error(sandbox, &store, &e, false))
 }
 
-fn classify_error(sandbox: &Sandbox, store: &Store<HostState>, e: &wasmtime::Error, instantiating: bool) -> PolicyFailure {
+fn classify_error(
+    sandbox: &Sandbox,
+    store: &Store<HostState>,
+    e: &wasmtime::Error,
+    instantiating: bool,
+) -> PolicyFailure {
     if store.data().memory_denied() {
         return PolicyFailure::MemoryExhausted(sandbox.limits.max_memory_bytes);
     }
     match e.downcast_ref::<wasmtime::Trap>() {
-        Some(wasmtime::Trap::Interrupt) => PolicyFailure::Timeout(sandbox.limits.deadline.as_millis()),
+        Some(wasmtime::Trap::Interrupt) => {
+            PolicyFailure::Timeout(sandbox.limits.deadline.as_millis())
+        }
         Some(trap) => PolicyFailure::Trap(trap_line(trap, e)),
         None if instantiating => PolicyFailure::Instantiate(one_line(e)),
         None => PolicyFailure::Trap(one_line(e)),
@@ -108,13 +118,18 @@ fn one_line(e: &wasmtime::Error) -> String {
 
 /// The execution ids a tool result names, checked: canonical UUIDs, at most
 /// the host's cap, duplicates removed.
-pub(crate) fn extract_ids(sandbox: &Sandbox, policy: &CompiledPolicy, text: &str) -> Result<Vec<String>, PolicyFailure> {
+pub(crate) fn extract_ids(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    text: &str,
+) -> Result<Vec<String>, PolicyFailure> {
     let limit = sandbox.limits.max_text_bytes;
     if text.len() > limit {
         return Err(PolicyFailure::InputTooLarge(text.len(), limit));
     }
     let ids = with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy().call_extract_execution_ids(store, text)
+        p.nomos_continuation_policy()
+            .call_extract_execution_ids(store, text)
     })?;
     if ids.len() > sandbox.limits.max_ids {
         return Err(PolicyFailure::Malformed(format!(
@@ -127,7 +142,9 @@ pub(crate) fn extract_ids(sandbox: &Sandbox, policy: &CompiledPolicy, text: &str
     for id in ids {
         if !is_canonical_uuid(&id) {
             let shown: String = id.chars().take(64).collect();
-            return Err(PolicyFailure::Malformed(format!("{shown:?} is not a canonical lowercase UUID")));
+            return Err(PolicyFailure::Malformed(format!(
+                "{shown:?} is not a canonical lowercase UUID"
+            )));
         }
         if !unique.contains(&id) {
             unique.push(id);
@@ -137,13 +154,19 @@ pub(crate) fn extract_ids(sandbox: &Sandbox, policy: &CompiledPolicy, text: &str
 }
 
 /// Classifies a status string.
-pub(crate) fn classify(sandbox: &Sandbox, policy: &CompiledPolicy, status: &str) -> Result<t::StatusClass, PolicyFailure> {
+pub(crate) fn classify(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    status: &str,
+) -> Result<t::StatusClass, PolicyFailure> {
     let limit = sandbox.limits.max_text_bytes;
     if status.len() > limit {
         return Err(PolicyFailure::InputTooLarge(status.len(), limit));
     }
-    with_instance(sandbox, policy, |store, p| p.nomos_continuation_policy().call_classify(store, status))
-        .map(convert::status_class)
+    with_instance(sandbox, policy, |store, p| {
+        p.nomos_continuation_policy().call_classify(store, status)
+    })
+    .map(convert::status_class)
 }
 
 /// Decides a batch in one sandbox; every decision is checked.
@@ -152,14 +175,18 @@ pub(crate) fn decide_batch(
     policy: &CompiledPolicy,
     inputs: &[t::DecisionInput],
 ) -> Result<Vec<t::Decision>, PolicyFailure> {
-    let size: usize = inputs.iter().map(|i| i.execution.result.len() + i.execution.status.len()).sum();
+    let size: usize = inputs
+        .iter()
+        .map(|i| i.execution.result.len() + i.execution.status.len())
+        .sum();
     let limit = sandbox.limits.max_text_bytes;
     if size > limit {
         return Err(PolicyFailure::InputTooLarge(size, limit));
     }
     let wit_inputs: Vec<_> = inputs.iter().map(convert::decision_input).collect();
     let decisions = with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy().call_decide_batch(store, &wit_inputs)
+        p.nomos_continuation_policy()
+            .call_decide_batch(store, &wit_inputs)
     })?;
     if decisions.len() != inputs.len() {
         return Err(PolicyFailure::Malformed(format!(
@@ -180,19 +207,29 @@ fn check_decision(sandbox: &Sandbox, decision: t::Decision) -> Result<t::Decisio
         t::Decision::Continue { note } if note.trim().is_empty() => {
             Err(PolicyFailure::Malformed("empty note".into()))
         }
-        t::Decision::Continue { note } if note.len() > limits.max_note_bytes => Err(PolicyFailure::Malformed(
-            format!("note of {} bytes (limit {})", note.len(), limits.max_note_bytes),
-        )),
-        t::Decision::Drop { reason } if reason.len() > limits.max_reason_bytes => Err(PolicyFailure::Malformed(
-            format!("drop reason of {} bytes (limit {})", reason.len(), limits.max_reason_bytes),
-        )),
+        t::Decision::Continue { note } if note.len() > limits.max_note_bytes => {
+            Err(PolicyFailure::Malformed(format!(
+                "note of {} bytes (limit {})",
+                note.len(),
+                limits.max_note_bytes
+            )))
+        }
+        t::Decision::Drop { reason } if reason.len() > limits.max_reason_bytes => {
+            Err(PolicyFailure::Malformed(format!(
+                "drop reason of {} bytes (limit {})",
+                reason.len(),
+                limits.max_reason_bytes
+            )))
+        }
         _ => Ok(decision),
     }
 }
 
 /// The SOUL text, size-checked.
 pub(crate) fn soul(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<String, PolicyFailure> {
-    let soul = with_instance(sandbox, policy, |store, p| p.nomos_continuation_policy().call_soul(store))?;
+    let soul = with_instance(sandbox, policy, |store, p| {
+        p.nomos_continuation_policy().call_soul(store)
+    })?;
     if soul.len() > sandbox.limits.max_soul_bytes {
         return Err(PolicyFailure::Malformed(format!(
             "SOUL text of {} bytes (limit {})",
@@ -204,16 +241,26 @@ pub(crate) fn soul(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<String,
 }
 
 /// The policy's name and version, size-checked.
-pub(crate) fn describe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<t::PolicyInfo, PolicyFailure> {
-    let info = with_instance(sandbox, policy, |store, p| p.nomos_continuation_policy().call_describe(store))?;
+pub(crate) fn describe(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+) -> Result<t::PolicyInfo, PolicyFailure> {
+    let info = with_instance(sandbox, policy, |store, p| {
+        p.nomos_continuation_policy().call_describe(store)
+    })?;
     if info.name.len() + info.version.len() + info.contract.len() > 1024 {
-        return Err(PolicyFailure::Malformed("describe() answer over 1 KiB".into()));
+        return Err(PolicyFailure::Malformed(
+            "describe() answer over 1 KiB".into(),
+        ));
     }
     Ok(convert::policy_info(info))
 }
 
 /// Benchmark hook: one fresh store and instance, no call.
-pub(crate) fn instantiate_only(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<(), PolicyFailure> {
+pub(crate) fn instantiate_only(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+) -> Result<(), PolicyFailure> {
     with_instance(sandbox, policy, |_, _| Ok(()))
 }
 
@@ -230,7 +277,8 @@ pub(crate) fn live_decisions(
     with_instance(sandbox, policy, |store, p| {
         for _ in 0..n {
             store.set_epoch_deadline(sandbox.deadline_ticks());
-            p.nomos_continuation_policy().call_decide(&mut *store, &wit_input)?;
+            p.nomos_continuation_policy()
+                .call_decide(&mut *store, &wit_input)?;
         }
         Ok(())
     })

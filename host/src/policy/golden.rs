@@ -18,7 +18,14 @@ use super::eval;
 use super::sandbox::Sandbox;
 
 /// The commands with a folder in a golden directory, in run order.
-pub const COMMANDS: [&str; 6] = ["extract-ids", "classify", "decide", "decide-batch", "soul", "describe"];
+pub const COMMANDS: [&str; 6] = [
+    "extract-ids",
+    "classify",
+    "decide",
+    "decide-batch",
+    "soul",
+    "describe",
+];
 
 /// What a case expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +61,10 @@ pub struct CaseOutput {
 #[derive(Debug, thiserror::Error)]
 pub enum GoldenError {
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0}: has neither a .out nor a .err expectation (run with BLESS=1 to create one)")]
     NoExpectation(PathBuf),
     #[error("{0} holds no golden cases")]
@@ -62,7 +72,10 @@ pub enum GoldenError {
 }
 
 fn read(path: &Path) -> Result<String, GoldenError> {
-    std::fs::read_to_string(path).map_err(|source| GoldenError::Io { path: path.to_path_buf(), source })
+    std::fs::read_to_string(path).map_err(|source| GoldenError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Loads every case under `dir`, sorted by name. With `allow_missing`, a
@@ -78,7 +91,10 @@ pub fn load_dir(dir: &Path, allow_missing: bool) -> Result<Vec<GoldenCase>, Gold
             path: folder.clone(),
             source: std::io::Error::other(e.0),
         })?;
-        let entries = std::fs::read_dir(&folder).map_err(|source| GoldenError::Io { path: folder.clone(), source })?;
+        let entries = std::fs::read_dir(&folder).map_err(|source| GoldenError::Io {
+            path: folder.clone(),
+            source,
+        })?;
         let mut inputs: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "in"))
@@ -96,7 +112,10 @@ pub fn load_dir(dir: &Path, allow_missing: bool) -> Result<Vec<GoldenCase>, Gold
             } else {
                 return Err(GoldenError::NoExpectation(input_path));
             };
-            let stem = input_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let stem = input_path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             cases.push(GoldenCase {
                 name: format!("{command_name}/{stem}"),
                 command,
@@ -114,21 +133,41 @@ pub fn load_dir(dir: &Path, allow_missing: bool) -> Result<Vec<GoldenCase>, Gold
 
 /// Runs a case through the typed exports, printing what the guest's own
 /// command line would print.
-pub(crate) fn run_case(sandbox: &Sandbox, policy: &CompiledPolicy, case: &GoldenCase) -> CaseOutput {
+pub(crate) fn run_case(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    case: &GoldenCase,
+) -> CaseOutput {
     match typed_output(sandbox, policy, case.command, &case.input) {
-        Ok(stdout) => CaseOutput { exit_code: 0, stdout, stderr: String::new() },
-        Err(e) => CaseOutput { exit_code: EXIT_BAD_INPUT, stdout: String::new(), stderr: format!("{e}\n") },
+        Ok(stdout) => CaseOutput {
+            exit_code: 0,
+            stdout,
+            stderr: String::new(),
+        },
+        Err(e) => CaseOutput {
+            exit_code: EXIT_BAD_INPUT,
+            stdout: String::new(),
+            stderr: format!("{e}\n"),
+        },
     }
 }
 
-fn typed_output(sandbox: &Sandbox, policy: &CompiledPolicy, command: Command, input: &str) -> Result<String, CliError> {
+fn typed_output(
+    sandbox: &Sandbox,
+    policy: &CompiledPolicy,
+    command: Command,
+    input: &str,
+) -> Result<String, CliError> {
     let failed = |e: eval::PolicyFailure| CliError(format!("policy failed: {e}"));
     let json = match command {
-        Command::ExtractIds => cli::to_json(&eval::extract_ids(sandbox, policy, input).map_err(failed)?),
+        Command::ExtractIds => {
+            cli::to_json(&eval::extract_ids(sandbox, policy, input).map_err(failed)?)
+        }
         Command::Classify => cli::to_json(&eval::classify(sandbox, policy, input).map_err(failed)?),
         Command::Decide => {
             let parsed = cli::parse_decision_input(input)?;
-            let decisions = eval::decide_batch(sandbox, policy, std::slice::from_ref(&parsed)).map_err(failed)?;
+            let decisions = eval::decide_batch(sandbox, policy, std::slice::from_ref(&parsed))
+                .map_err(failed)?;
             cli::to_json(&decisions[0])
         }
         Command::DecideBatch => {
@@ -165,7 +204,10 @@ fn clip(text: &str) -> String {
     if text.len() <= SHOWN {
         return text.to_string();
     }
-    let cut = (0..=SHOWN).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let cut = (0..=SHOWN)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
     format!("{}… ({} bytes)", &text[..cut], text.len())
 }
 
@@ -177,10 +219,16 @@ pub fn bless(case: &GoldenCase, output: &CaseOutput) -> Result<(), GoldenError> 
         ("err", "out", output.stderr.as_str())
     };
     let path = case.input_path.with_extension(keep);
-    std::fs::write(&path, text).map_err(|source| GoldenError::Io { path: path.clone(), source })?;
+    std::fs::write(&path, text).map_err(|source| GoldenError::Io {
+        path: path.clone(),
+        source,
+    })?;
     let stale = case.input_path.with_extension(remove);
     if stale.exists() {
-        std::fs::remove_file(&stale).map_err(|source| GoldenError::Io { path: stale, source })?;
+        std::fs::remove_file(&stale).map_err(|source| GoldenError::Io {
+            path: stale,
+            source,
+        })?;
     }
     Ok(())
 }

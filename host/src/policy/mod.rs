@@ -48,7 +48,10 @@ pub enum PolicyError {
     #[error("policy rejected: {}", .0.join("; "))]
     Rejected(Vec<String>),
     #[error("cannot read policy {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 impl PolicyError {

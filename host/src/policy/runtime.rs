@@ -82,7 +82,10 @@ impl PolicyRuntime {
         let active = Arc::new(vet::compile_and_vet(&sandbox, bytes, &vetting)?);
         Ok(Self {
             sandbox,
-            slots: RwLock::new(Slots { active, last_good: None }),
+            slots: RwLock::new(Slots {
+                active,
+                last_good: None,
+            }),
             vetting,
             fallback_after: DEFAULT_FALLBACK_AFTER,
             consecutive_faults: AtomicU32::new(0),
@@ -156,7 +159,8 @@ impl PolicyRuntime {
     /// API's dry run report.
     pub fn check(&self, bytes: &[u8]) -> Result<(Revision, t::PolicyInfo), PolicyError> {
         let compiled = vet::compile_and_vet(&self.sandbox, bytes, &self.vetting)?;
-        let info = eval::describe(&self.sandbox, &compiled).map_err(|e| PolicyError::Rejected(vec![e.to_string()]))?;
+        let info = eval::describe(&self.sandbox, &compiled)
+            .map_err(|e| PolicyError::Rejected(vec![e.to_string()]))?;
         Ok((compiled.revision, info))
     }
 
@@ -173,7 +177,10 @@ impl PolicyRuntime {
     /// Decisions for a batch, in one sandbox.
     pub fn decide_batch(&self, inputs: &[t::DecisionInput]) -> Evaluated<Vec<t::Decision>> {
         if inputs.is_empty() {
-            return Evaluated { revision: self.active_revision(), value: Ok(Vec::new()) };
+            return Evaluated {
+                revision: self.active_revision(),
+                value: Ok(Vec::new()),
+            };
         }
         self.run(|s, p| eval::decide_batch(s, p, inputs))
     }
@@ -188,7 +195,10 @@ impl PolicyRuntime {
         self.run(eval::describe)
     }
 
-    fn run<T>(&self, call: impl FnOnce(&Sandbox, &CompiledPolicy) -> Result<T, PolicyFailure>) -> Evaluated<T> {
+    fn run<T>(
+        &self,
+        call: impl FnOnce(&Sandbox, &CompiledPolicy) -> Result<T, PolicyFailure>,
+    ) -> Evaluated<T> {
         let policy = self.active();
         self.counters.evaluations.fetch_add(1, Ordering::Relaxed);
         let value = call(&self.sandbox, &policy);
@@ -200,7 +210,10 @@ impl PolicyRuntime {
             Ok(_) => {}
             Err(failure) => self.record_failure(&policy.revision, failure, still_active),
         }
-        Evaluated { revision: policy.revision.clone(), value }
+        Evaluated {
+            revision: policy.revision.clone(),
+            value,
+        }
     }
 
     fn record_failure(&self, revision: &Revision, failure: &PolicyFailure, still_active: bool) {
@@ -238,14 +251,22 @@ impl PolicyRuntime {
 
     /// True if the runtime fell back from `revision`.
     pub fn is_quarantined(&self, revision: &Revision) -> bool {
-        self.quarantined.lock().map(|q| q.contains(revision)).unwrap_or(false)
+        self.quarantined
+            .lock()
+            .map(|q| q.contains(revision))
+            .unwrap_or(false)
     }
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> PolicyStats {
         PolicyStats {
             evaluations: self.counters.evaluations.load(Ordering::Relaxed),
-            failures: self.counters.failures.lock().map(|f| f.clone()).unwrap_or_default(),
+            failures: self
+                .counters
+                .failures
+                .lock()
+                .map(|f| f.clone())
+                .unwrap_or_default(),
             swaps: self.counters.swaps.load(Ordering::Relaxed),
             rejected_candidates: self.counters.rejected.load(Ordering::Relaxed),
             fallbacks: self.counters.fallbacks.load(Ordering::Relaxed),
@@ -262,7 +283,10 @@ impl PolicyRuntime {
         let active = Arc::new(CompiledPolicy::compile(&sandbox, bytes)?);
         Ok(Self {
             sandbox,
-            slots: RwLock::new(Slots { active, last_good: None }),
+            slots: RwLock::new(Slots {
+                active,
+                last_good: None,
+            }),
             vetting: Vetting::default(),
             fallback_after: DEFAULT_FALLBACK_AFTER,
             consecutive_faults: AtomicU32::new(0),

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, UpdateDeadline,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    UpdateDeadline,
 };
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
@@ -82,20 +83,33 @@ struct MemoryCap {
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.max_bytes;
         self.denied |= !allowed;
         Ok(allowed)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
     }
 }
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -150,10 +164,16 @@ impl Sandbox {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
         spawn_epoch_ticker(&engine);
         let deadline_ticks = (limits.deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
-        Ok(Arc::new(Self { engine, linker, limits, deadline_ticks }))
+        Ok(Arc::new(Self {
+            engine,
+            linker,
+            limits,
+            deadline_ticks,
+        }))
     }
 
     /// The deadline in epoch ticks.
@@ -170,8 +190,18 @@ impl Sandbox {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let memory = MemoryCap { max_bytes: self.limits.max_memory_bytes, denied: false };
-        let mut store = Store::new(&self.engine, HostState { wasi, table: ResourceTable::new(), memory });
+        let memory = MemoryCap {
+            max_bytes: self.limits.max_memory_bytes,
+            denied: false,
+        };
+        let mut store = Store::new(
+            &self.engine,
+            HostState {
+                wasi,
+                table: ResourceTable::new(),
+                memory,
+            },
+        );
         store.limiter(|state| &mut state.memory);
         store.set_epoch_deadline(self.deadline_ticks);
         store.epoch_deadline_callback(self.cpu_deadline());
@@ -189,8 +219,10 @@ impl Sandbox {
     /// evaluation in `eval` does.
     fn cpu_deadline(
         &self,
-    ) -> impl FnMut(wasmtime::StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadline> + Send + Sync + 'static
-    {
+    ) -> impl FnMut(wasmtime::StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadline>
+           + Send
+           + Sync
+           + 'static {
         let budget = self.limits.deadline;
         let backstop = budget.saturating_mul(WALL_BACKSTOP_FACTOR);
         let started_wall = Instant::now();
@@ -218,14 +250,20 @@ const WALL_BACKSTOP_FACTOR: u32 = 10;
 /// CPU time the calling thread has used, where the platform reports it.
 #[cfg(unix)]
 fn thread_cpu_time() -> Option<Duration> {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec, and CLOCK_THREAD_CPUTIME_ID
     // is a clock every supported unix provides; the call only writes `ts`.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     if rc != 0 {
         return None;
     }
-    Some(Duration::new(u64::try_from(ts.tv_sec).ok()?, u32::try_from(ts.tv_nsec).ok()?))
+    Some(Duration::new(
+        u64::try_from(ts.tv_sec).ok()?,
+        u32::try_from(ts.tv_nsec).ok()?,
+    ))
 }
 
 /// Elsewhere the deadline stays a wall-clock one.
@@ -237,13 +275,15 @@ fn thread_cpu_time() -> Option<Duration> {
 /// Advances the engine's epoch every tick until the engine is dropped.
 fn spawn_epoch_ticker(engine: &Engine) {
     let weak = engine.weak();
-    let spawned = thread::Builder::new().name("policy-epoch".into()).spawn(move || {
-        while let Some(engine) = weak.upgrade() {
-            engine.increment_epoch();
-            drop(engine);
-            thread::sleep(EPOCH_TICK);
-        }
-    });
+    let spawned = thread::Builder::new()
+        .name("policy-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                thread::sleep(EPOCH_TICK);
+            }
+        });
     if let Err(e) = spawned {
         tracing::error!("cannot start the policy epoch ticker, deadlines will not fire: {e}");
     }

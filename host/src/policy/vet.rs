@@ -17,7 +17,11 @@ pub struct Vetting {
 }
 
 /// Compiles and vets a candidate; every problem found is listed.
-pub(crate) fn compile_and_vet(sandbox: &Sandbox, bytes: &[u8], vetting: &Vetting) -> Result<CompiledPolicy, PolicyError> {
+pub(crate) fn compile_and_vet(
+    sandbox: &Sandbox,
+    bytes: &[u8],
+    vetting: &Vetting,
+) -> Result<CompiledPolicy, PolicyError> {
     let compiled = CompiledPolicy::compile(sandbox, bytes)?;
     let mut problems = probe(sandbox, &compiled);
     for case in &vetting.cases {
@@ -67,33 +71,70 @@ fn probe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Vec<String> {
             }
         }),
     );
-    let text = format!("pct_create: running, execution {PROBE_ID}\n{}", "log line\n".repeat(10_000));
-    check("extract-execution-ids(probe)", eval::extract_ids(sandbox, policy, &text).map(drop));
+    let text = format!(
+        "pct_create: running, execution {PROBE_ID}\n{}",
+        "log line\n".repeat(10_000)
+    );
+    check(
+        "extract-execution-ids(probe)",
+        eval::extract_ids(sandbox, policy, &text).map(drop),
+    );
     for status in ["running", "completed", "failed", "cancelled", "", "???"] {
-        check(&format!("classify({status:?})"), eval::classify(sandbox, policy, status).map(drop));
+        check(
+            &format!("classify({status:?})"),
+            eval::classify(sandbox, policy, status).map(drop),
+        );
     }
-    check("decide-batch(probe)", eval::decide_batch(sandbox, policy, &probe_inputs()).map(drop));
+    check(
+        "decide-batch(probe)",
+        eval::decide_batch(sandbox, policy, &probe_inputs()).map(drop),
+    );
     problems
 }
 
 fn probe_inputs() -> Vec<t::DecisionInput> {
-    let at = |seconds| t::Timestamp { seconds, nanoseconds: 0 };
-    let window = t::Window { opened_at: at(1_000), expires_at: at(2_800), route: t::ApprovalRoute::Button };
-    let input = |status: &str, result: String, now, window: Option<t::Window>, count| t::DecisionInput {
-        now: at(now),
-        execution: t::Execution { id: PROBE_ID.into(), status: status.into(), result, finished_at: Some(at(now)) },
-        session: t::Session {
-            id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
-            window,
-            continuations_in_window: count,
-            still_running: vec!["00000000-0000-4000-8000-000000000001".into()],
-        },
-        attempts: 0,
+    let at = |seconds| t::Timestamp {
+        seconds,
+        nanoseconds: 0,
     };
+    let window = t::Window {
+        opened_at: at(1_000),
+        expires_at: at(2_800),
+        route: t::ApprovalRoute::Button,
+    };
+    let input =
+        |status: &str, result: String, now, window: Option<t::Window>, count| t::DecisionInput {
+            now: at(now),
+            execution: t::Execution {
+                id: PROBE_ID.into(),
+                status: status.into(),
+                result,
+                finished_at: Some(at(now)),
+            },
+            session: t::Session {
+                id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
+                window,
+                continuations_in_window: count,
+                still_running: vec!["00000000-0000-4000-8000-000000000001".into()],
+            },
+            attempts: 0,
+        };
     vec![
         input("running", String::new(), 1_500, Some(window.clone()), 0),
-        input("failed", "ssh: connection refused".into(), 1_500, Some(window.clone()), 0),
-        input("completed", "x".repeat(200_000), 1_500, Some(window.clone()), 0),
+        input(
+            "failed",
+            "ssh: connection refused".into(),
+            1_500,
+            Some(window.clone()),
+            0,
+        ),
+        input(
+            "completed",
+            "x".repeat(200_000),
+            1_500,
+            Some(window.clone()),
+            0,
+        ),
         input("failed", "boom".into(), 3_000, Some(window.clone()), 0),
         input("failed", "boom".into(), 1_500, None, 0),
         input("completed", "ok".into(), 1_500, Some(window), 1_000),

@@ -34,7 +34,12 @@ pub struct FileWatcher {
 
 impl FileWatcher {
     pub fn new(runtime: Arc<PolicyRuntime>, path: PathBuf, interval: Duration) -> Self {
-        Self { runtime, path, interval, last_rejected: None }
+        Self {
+            runtime,
+            path,
+            interval,
+            last_rejected: None,
+        }
     }
 
     /// Looks at the file once.
@@ -44,7 +49,9 @@ impl FileWatcher {
             Err(e) => return WatchOutcome::Unreadable(format!("{}: {e}", self.path.display())),
         };
         let revision = Revision::of(&bytes);
-        if revision == self.runtime.active_revision() || self.last_rejected.as_ref() == Some(&revision) {
+        if revision == self.runtime.active_revision()
+            || self.last_rejected.as_ref() == Some(&revision)
+        {
             return WatchOutcome::Unchanged;
         }
         let runtime = self.runtime.clone();
@@ -80,7 +87,10 @@ impl FileWatcher {
 
 /// Reads a policy file for `--policy` and the CLI.
 pub fn read_policy_file(path: &std::path::Path) -> Result<Vec<u8>, PolicyError> {
-    std::fs::read(path).map_err(|source| PolicyError::Read { path: path.display().to_string(), source })
+    std::fs::read(path).map_err(|source| PolicyError::Read {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// Converges on the revision the database marks active, so every replica
@@ -93,8 +103,17 @@ pub struct DbPolicyWatcher {
 }
 
 impl DbPolicyWatcher {
-    pub fn new(runtime: Arc<PolicyRuntime>, store: crate::store::Store, interval: Duration) -> Self {
-        Self { runtime, store, interval, last_rejected: None }
+    pub fn new(
+        runtime: Arc<PolicyRuntime>,
+        store: crate::store::Store,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            runtime,
+            store,
+            interval,
+            last_rejected: None,
+        }
     }
 
     /// Looks at the database once.
@@ -104,7 +123,9 @@ impl DbPolicyWatcher {
             Ok(None) => return WatchOutcome::Unchanged,
             Err(e) => return WatchOutcome::Unreadable(format!("active policy: {e}")),
         };
-        if active.hash == self.runtime.active_revision().0 || self.last_rejected.as_deref() == Some(active.hash.as_str()) {
+        if active.hash == self.runtime.active_revision().0
+            || self.last_rejected.as_deref() == Some(active.hash.as_str())
+        {
             return WatchOutcome::Unchanged;
         }
         let runtime = self.runtime.clone();

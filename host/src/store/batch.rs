@@ -87,18 +87,28 @@ impl Store {
                 Some(d) => PlanOutcome::AlreadyPlanned(d),
                 None => match self.in_flight(plan.session_id).await? {
                     Some(in_flight) => PlanOutcome::SessionBusy { in_flight },
-                    None => PlanOutcome::LinkTaken { unavailable: plan.execution_ids.to_vec() },
+                    None => PlanOutcome::LinkTaken {
+                        unavailable: plan.execution_ids.to_vec(),
+                    },
                 },
             });
         }
-        Ok(outcomes.into_iter().map(|o| o.unwrap_or(PlanOutcome::WindowClosed)).collect())
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(PlanOutcome::WindowClosed))
+            .collect())
     }
 
     /// [`Store::complete_delivery`] for many deliveries of one worker, in one
     /// transaction (one statement on PostgreSQL). Returns the ids it marked
     /// delivered; an id missing from the answer lost its lease (or was not
     /// pending) and changed nothing.
-    pub async fn complete_deliveries(&self, ids: &[Uuid], worker_id: &str, now: OffsetDateTime) -> Result<Vec<Uuid>> {
+    pub async fn complete_deliveries(
+        &self,
+        ids: &[Uuid],
+        worker_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Vec<Uuid>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }

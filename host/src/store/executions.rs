@@ -121,7 +121,9 @@ impl Store {
             Db::Pg(pool) => {
                 let sql = format!("SELECT {COLS} FROM executions WHERE id = ANY($1)");
                 let rows = sqlx::query(&sql).bind(&ids).fetch_all(pool).await?;
-                rows.iter().map(decode::execution).collect::<Result<Vec<_>>>()?
+                rows.iter()
+                    .map(decode::execution)
+                    .collect::<Result<Vec<_>>>()?
             }
             Db::Lite(pool) => {
                 let sql = format!(
@@ -131,7 +133,9 @@ impl Store {
                     .bind(json_ids(&ids))
                     .fetch_all(pool)
                     .await?;
-                rows.iter().map(decode::execution).collect::<Result<Vec<_>>>()?
+                rows.iter()
+                    .map(decode::execution)
+                    .collect::<Result<Vec<_>>>()?
             }
         };
         out.sort_by_key(|e| ids.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));

@@ -32,11 +32,11 @@
 pub mod bench;
 mod chat_history;
 pub use chat_history::SessionNotice;
+mod batch;
 mod decode;
 mod deliveries;
 mod executions;
 mod links;
-mod batch;
 mod plan;
 mod policies;
 pub use policies::policy_hash;

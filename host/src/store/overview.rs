@@ -63,24 +63,28 @@ impl Store {
     /// The newest ledger rows over every session.
     pub async fn recent_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
         let rows = match &self.db {
-            Db::Pg(pool) => {
-                sqlx::query(concat!("SELECT ", delivery_cols!(), " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT $1"))
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?
-                    .iter()
-                    .map(decode::delivery)
-                    .collect()
-            }
-            Db::Lite(pool) => {
-                sqlx::query(concat!("SELECT ", delivery_cols!(), " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT ?1"))
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?
-                    .iter()
-                    .map(decode::delivery)
-                    .collect()
-            }
+            Db::Pg(pool) => sqlx::query(concat!(
+                "SELECT ",
+                delivery_cols!(),
+                " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT $1"
+            ))
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(decode::delivery)
+            .collect(),
+            Db::Lite(pool) => sqlx::query(concat!(
+                "SELECT ",
+                delivery_cols!(),
+                " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT ?1"
+            ))
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+            .iter()
+            .map(decode::delivery)
+            .collect(),
         };
         rows
     }

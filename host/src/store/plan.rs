@@ -93,7 +93,10 @@ impl Store {
     }
 
     /// The ledger row with this idempotency key, if any.
-    pub(super) async fn delivery_by_key(&self, key: &str) -> Result<Option<super::types::Delivery>> {
+    pub(super) async fn delivery_by_key(
+        &self,
+        key: &str,
+    ) -> Result<Option<super::types::Delivery>> {
         let row = match &self.db {
             Db::Pg(pool) => sqlx::query(concat!(
                 "SELECT ",

@@ -42,12 +42,16 @@ impl Worker {
     /// One deliver step. Tests call this directly.
     pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
         let now = self.clock.now();
-        let lease = time::Duration::try_from(self.config.lease).unwrap_or(time::Duration::minutes(1));
+        let lease =
+            time::Duration::try_from(self.config.lease).unwrap_or(time::Duration::minutes(1));
         let claimed = self
             .store
             .claim_deliveries(&self.config.worker_id, now, lease, self.config.batch)
             .await?;
-        let mut report = DeliverReport { attempted: claimed.len(), ..DeliverReport::default() };
+        let mut report = DeliverReport {
+            attempted: claimed.len(),
+            ..DeliverReport::default()
+        };
         if claimed.is_empty() {
             return Ok(report);
         }
@@ -118,11 +122,19 @@ impl Worker {
                     AgentError::Permanent(m) => (0, m.clone()),
                 };
                 let delay = backoff(&self.config, delivery.attempts + 1);
-                let next = now + time::Duration::try_from(delay).unwrap_or(time::Duration::minutes(5));
+                let next =
+                    now + time::Duration::try_from(delay).unwrap_or(time::Duration::minutes(5));
                 tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
                 match self
                     .store
-                    .fail_delivery_attempt(delivery.id, worker_id, &message, now, next, max_attempts)
+                    .fail_delivery_attempt(
+                        delivery.id,
+                        worker_id,
+                        &message,
+                        now,
+                        next,
+                        max_attempts,
+                    )
                     .await?
                 {
                     AttemptOutcome::Retry { .. } => Attempt::Retried,
@@ -145,7 +157,11 @@ impl Worker {
     /// one query and each distinct status is classified once, in one
     /// blocking task: a folded continuation costs one round trip, not one per
     /// execution.
-    async fn continuation(&self, delivery: &Delivery, soul: &str) -> Result<Continuation, WorkerError> {
+    async fn continuation(
+        &self,
+        delivery: &Delivery,
+        soul: &str,
+    ) -> Result<Continuation, WorkerError> {
         let loaded = self.store.executions(&delivery.execution_ids).await?;
         let mut statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
         statuses.sort();
@@ -170,7 +186,10 @@ impl Worker {
         for execution in loaded {
             let finished = execution.finished_at.unwrap_or(execution.updated_at);
             finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
-            let outcome = outcomes.get(&execution.status).cloned().unwrap_or_else(|| "unknown".to_string());
+            let outcome = outcomes
+                .get(&execution.status)
+                .cloned()
+                .unwrap_or_else(|| "unknown".to_string());
             executions.push(ExecutionReport {
                 id: execution.id,
                 status: execution.status,
@@ -180,7 +199,8 @@ impl Worker {
         }
         if let Some(finished) = finished_latest {
             let latency = self.clock.now() - finished;
-            self.metrics.pickup_latency(Duration::try_from(latency).unwrap_or(Duration::ZERO));
+            self.metrics
+                .pickup_latency(Duration::try_from(latency).unwrap_or(Duration::ZERO));
         }
         Ok(Continuation {
             session_id: delivery.session_id,

@@ -134,7 +134,15 @@ impl Worker {
         config: WorkerConfig,
         metrics: Arc<Metrics>,
     ) -> Self {
-        Self { store, policy, agent, clock, config, metrics, wake: Arc::new(Notify::new()) }
+        Self {
+            store,
+            policy,
+            agent,
+            clock,
+            config,
+            metrics,
+            wake: Arc::new(Notify::new()),
+        }
     }
 
     /// The in-process wake-up: notify it after recording a status (the API
@@ -164,7 +172,9 @@ impl Worker {
                 return;
             }
             let busy = match self.run_once().await {
-                Ok(report) => report.plan.planned + report.plan.dropped + report.deliver.attempted > 0,
+                Ok(report) => {
+                    report.plan.planned + report.plan.dropped + report.deliver.attempted > 0
+                }
                 Err(e) => {
                     tracing::error!(worker = %self.config.worker_id, "worker pass failed: {e}");
                     false
@@ -191,8 +201,13 @@ fn jittered(base: Duration) -> Duration {
 
 /// `base * 2^(attempts-1)`, capped.
 fn backoff(config: &WorkerConfig, attempts: i32) -> Duration {
-    let exponent = u32::try_from(attempts.saturating_sub(1)).unwrap_or(0).min(20);
-    config.backoff_base.saturating_mul(1 << exponent).min(config.backoff_max)
+    let exponent = u32::try_from(attempts.saturating_sub(1))
+        .unwrap_or(0)
+        .min(20);
+    config
+        .backoff_base
+        .saturating_mul(1 << exponent)
+        .min(config.backoff_max)
 }
 
 #[cfg(test)]

@@ -60,7 +60,10 @@ impl Worker {
     pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
         let now = self.clock.now();
         let ready = self.read_ready().await?;
-        let mut report = PlanReport { examined: ready.len(), ..PlanReport::default() };
+        let mut report = PlanReport {
+            examined: ready.len(),
+            ..PlanReport::default()
+        };
         self.metrics.set_pending_links(ready.len() as u64);
         if ready.is_empty() {
             return Ok(report);
@@ -81,7 +84,11 @@ impl Worker {
         let session_ids: Vec<Uuid> = by_session.keys().copied().collect();
         let is_terminal = &is_terminal;
         let snapshots: Vec<Result<SessionSnapshot, StoreError>> = stream::iter(session_ids)
-            .map(|session_id| async move { self.store.session_snapshot(session_id, now, is_terminal).await })
+            .map(|session_id| async move {
+                self.store
+                    .session_snapshot(session_id, now, is_terminal)
+                    .await
+            })
             .buffered(self.plan_concurrency())
             .collect()
             .await;
@@ -101,7 +108,10 @@ impl Worker {
         let policy = self.policy.clone();
         let batch = inputs.clone();
         let evaluated: Vec<Evaluated<Vec<t::Decision>>> = tokio::task::spawn_blocking(move || {
-            batch.chunks(DECIDE_CHUNK).map(|chunk| policy.decide_batch(chunk)).collect()
+            batch
+                .chunks(DECIDE_CHUNK)
+                .map(|chunk| policy.decide_batch(chunk))
+                .collect()
         })
         .await
         .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
@@ -114,13 +124,21 @@ impl Worker {
                     report.policy_failures += 1;
                     self.metrics.decision("policy_error", chunk.len() as u64);
                     let reason = format!("policy failed, so no automatic continuation: {failure}");
-                    decisions.extend(chunk.iter().map(|_| (t::Decision::Drop { reason: reason.clone() }, revision.clone())));
+                    decisions.extend(chunk.iter().map(|_| {
+                        (
+                            t::Decision::Drop {
+                                reason: reason.clone(),
+                            },
+                            revision.clone(),
+                        )
+                    }));
                 }
             }
         }
 
         let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
-        for ((session_id, execution_id), (decision, revision)) in owners.into_iter().zip(decisions) {
+        for ((session_id, execution_id), (decision, revision)) in owners.into_iter().zip(decisions)
+        {
             let entry = sessions.entry(session_id).or_default();
             entry.revision = revision;
             match decision {
@@ -148,7 +166,9 @@ impl Worker {
         }
         let dropped: Vec<Result<usize, WorkerError>> = stream::iter(sessions)
             .filter(|(_, decided)| std::future::ready(!decided.drops.is_empty()))
-            .map(|(session_id, decided)| async move { self.drop_session(session_id, decided, now).await })
+            .map(|(session_id, decided)| async move {
+                self.drop_session(session_id, decided, now).await
+            })
             .buffer_unordered(self.plan_concurrency())
             .collect()
             .await;
@@ -162,7 +182,9 @@ impl Worker {
     /// most [`MAX_PLAN_CONCURRENCY`] so the pool keeps connections for the
     /// API and the deliveries.
     fn plan_concurrency(&self) -> usize {
-        self.config.delivery_concurrency.clamp(1, MAX_PLAN_CONCURRENCY)
+        self.config
+            .delivery_concurrency
+            .clamp(1, MAX_PLAN_CONCURRENCY)
     }
 
     /// Links whose execution has reported, oldest first, a bounded number
@@ -171,7 +193,10 @@ impl Worker {
         let mut ready: Vec<ReadyLink> = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
-            let page = self.store.pending_links_ready(cursor, self.config.batch).await?;
+            let page = self
+                .store
+                .pending_links_ready(cursor, self.config.batch)
+                .await?;
             let full = page.len() as i64 >= self.config.batch;
             cursor = page.last().map(ReadyLink::cursor);
             ready.extend(page);
@@ -184,7 +209,10 @@ impl Worker {
 
     /// Asks the policy once per distinct status string. A status the policy
     /// fails to classify counts as not terminal: waiting is the safe side.
-    async fn classify_statuses(&self, ready: &[ReadyLink]) -> Result<HashMap<String, bool>, WorkerError> {
+    async fn classify_statuses(
+        &self,
+        ready: &[ReadyLink],
+    ) -> Result<HashMap<String, bool>, WorkerError> {
         let mut statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
         statuses.sort();
         statuses.dedup();
@@ -193,7 +221,10 @@ impl Worker {
             statuses
                 .into_iter()
                 .map(|status| {
-                    let terminal = matches!(policy.classify(&status).value, Ok(t::StatusClass::Terminal(_)));
+                    let terminal = matches!(
+                        policy.classify(&status).value,
+                        Ok(t::StatusClass::Terminal(_))
+                    );
                     (status, terminal)
                 })
                 .collect()
@@ -202,7 +233,12 @@ impl Worker {
         .map_err(|e| WorkerError::PolicyTask(e.to_string()))
     }
 
-    fn decision_input(&self, link: &ReadyLink, snapshot: &SessionSnapshot, now: OffsetDateTime) -> t::DecisionInput {
+    fn decision_input(
+        &self,
+        link: &ReadyLink,
+        snapshot: &SessionSnapshot,
+        now: OffsetDateTime,
+    ) -> t::DecisionInput {
         t::DecisionInput {
             now: now.into(),
             execution: t::Execution {
@@ -213,16 +249,21 @@ impl Worker {
             },
             session: t::Session {
                 id: snapshot.session_id.to_string(),
-                window: snapshot.window.as_ref().filter(|w| w.closed_at.is_none()).map(|w| t::Window {
-                    opened_at: w.opened_at.into(),
-                    expires_at: w.expires_at.into(),
-                    route: match w.route {
-                        crate::store::Route::Button => t::ApprovalRoute::Button,
-                        crate::store::Route::Chat => t::ApprovalRoute::Chat,
-                        crate::store::Route::Api => t::ApprovalRoute::Api,
-                    },
-                }),
-                continuations_in_window: u32::try_from(snapshot.continuations_in_window).unwrap_or(0),
+                window: snapshot
+                    .window
+                    .as_ref()
+                    .filter(|w| w.closed_at.is_none())
+                    .map(|w| t::Window {
+                        opened_at: w.opened_at.into(),
+                        expires_at: w.expires_at.into(),
+                        route: match w.route {
+                            crate::store::Route::Button => t::ApprovalRoute::Button,
+                            crate::store::Route::Chat => t::ApprovalRoute::Chat,
+                            crate::store::Route::Api => t::ApprovalRoute::Api,
+                        },
+                    }),
+                continuations_in_window: u32::try_from(snapshot.continuations_in_window)
+                    .unwrap_or(0),
                 still_running: snapshot
                     .still_running
                     .iter()
@@ -256,9 +297,20 @@ impl Worker {
             .filter(|(_, decided)| !decided.continues.is_empty())
             .map(|(session_id, decided)| {
                 let ids: Vec<Uuid> = decided.continues.iter().map(|(id, _)| *id).collect();
-                let note = decided.continues.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(FOLD_SEPARATOR);
+                let note = decided
+                    .continues
+                    .iter()
+                    .map(|(_, n)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(FOLD_SEPARATOR);
                 let key = idempotency_key("c", *session_id, &ids, "");
-                Folded { revision: &decided.revision, session_id: *session_id, ids, note, key }
+                Folded {
+                    revision: &decided.revision,
+                    session_id: *session_id,
+                    ids,
+                    note,
+                    key,
+                }
             })
             .collect();
         let plans: Vec<ContinuationPlan<'_>> = folded
@@ -280,14 +332,15 @@ impl Worker {
         // one for all. Each group is in session order, so no two
         // transactions lock windows in opposite orders.
         let plans = &plans;
-        let grouped: Vec<Result<Vec<PlanOutcome>, StoreError>> = stream::iter((0..plans.len()).step_by(PLAN_GROUP))
-            .map(|start| async move {
-                let end = (start + PLAN_GROUP).min(plans.len());
-                self.store.plan_continuations(&plans[start..end], now).await
-            })
-            .buffered(self.plan_concurrency())
-            .collect()
-            .await;
+        let grouped: Vec<Result<Vec<PlanOutcome>, StoreError>> =
+            stream::iter((0..plans.len()).step_by(PLAN_GROUP))
+                .map(|start| async move {
+                    let end = (start + PLAN_GROUP).min(plans.len());
+                    self.store.plan_continuations(&plans[start..end], now).await
+                })
+                .buffered(self.plan_concurrency())
+                .collect()
+                .await;
         let mut outcomes = Vec::with_capacity(plans.len());
         for group in grouped {
             outcomes.extend(group?);
@@ -331,8 +384,15 @@ impl Worker {
         for (reason, ids) in decided.drops {
             let key = idempotency_key("n", session_id, &ids, &reason);
             let message = notice_message(&ids, &reason);
-            let notice = Notice { idempotency_key: &key, message: &message, policy_revision: &decided.revision };
-            let outcome = self.store.drop_links(session_id, &ids, &reason, Some(notice), now).await?;
+            let notice = Notice {
+                idempotency_key: &key,
+                message: &message,
+                policy_revision: &decided.revision,
+            };
+            let outcome = self
+                .store
+                .drop_links(session_id, &ids, &reason, Some(notice), now)
+                .await?;
             dropped += outcome.dropped.len();
         }
         Ok(dropped)
@@ -354,8 +414,16 @@ fn idempotency_key(prefix: &str, session_id: Uuid, ids: &[Uuid], reason: &str) -
 }
 
 fn notice_message(ids: &[Uuid], reason: &str) -> String {
-    let list = ids.iter().map(Uuid::to_string).collect::<Vec<_>>().join(", ");
-    let noun = if ids.len() == 1 { "execution" } else { "executions" };
+    let list = ids
+        .iter()
+        .map(Uuid::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let noun = if ids.len() == 1 {
+        "execution"
+    } else {
+        "executions"
+    };
     format!("nomos-continue did not re-invoke the agent for {noun} {list}: {reason}")
 }
 
@@ -365,9 +433,19 @@ fn cut_middle(text: &str, limit: usize) -> String {
         return text.to_string();
     }
     let half = limit / 2;
-    let head = (0..=half).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
-    let tail = (text.len() - half..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
-    format!("{}\n[… {} bytes cut by nomos-continue …]\n{}", &text[..head], tail - head, &text[tail..])
+    let head = (0..=half)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let tail = (text.len() - half..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    format!(
+        "{}\n[… {} bytes cut by nomos-continue …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
 }
 
 #[cfg(test)]
@@ -378,8 +456,14 @@ mod tests {
     fn keys_ignore_order_and_separate_reasons() {
         let s = Uuid::from_u128(1);
         let (a, b) = (Uuid::from_u128(2), Uuid::from_u128(3));
-        assert_eq!(idempotency_key("c", s, &[a, b], ""), idempotency_key("c", s, &[b, a], ""));
-        assert_ne!(idempotency_key("n", s, &[a], "x"), idempotency_key("n", s, &[a], "y"));
+        assert_eq!(
+            idempotency_key("c", s, &[a, b], ""),
+            idempotency_key("c", s, &[b, a], "")
+        );
+        assert_ne!(
+            idempotency_key("n", s, &[a], "x"),
+            idempotency_key("n", s, &[a], "y")
+        );
     }
 
     #[test]

@@ -21,8 +21,18 @@ pub struct Rescuer {
 }
 
 impl Rescuer {
-    pub fn new(store: Store, clock: Arc<dyn Clock>, metrics: Arc<Metrics>, interval: Duration) -> Self {
-        Self { store, clock, metrics, interval }
+    pub fn new(
+        store: Store,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            metrics,
+            interval,
+        }
     }
 
     /// One pass; returns how many leases were released. The release is a
