@@ -32,28 +32,15 @@ pub(crate) fn client(timeout: Duration) -> Result<Client, AdapterConfigError> {
         .map_err(|e| AdapterConfigError::Client(e.to_string()))
 }
 
-/// Whether this build can speak `https`. The workspace builds reqwest with
-/// `default-features = false` and no TLS backend; an `https` URL would then
-/// fail at every delivery as a (retried) connection error, so it is refused
-/// up front instead. Flip this when a TLS feature is added to reqwest.
-const TLS_SUPPORTED: bool = false;
-
-/// Parses an endpoint URL; only `http` (and `https` when the build has TLS)
-/// make sense here.
+/// Parses an endpoint URL; only `http` and `https` (rustls, with the
+/// bundled Mozilla roots) make sense here.
 pub(crate) fn parse_url(field: &'static str, raw: &str) -> Result<Url, AdapterConfigError> {
     let url = Url::parse(raw).map_err(|e| AdapterConfigError::Url {
         field,
         reason: e.to_string(),
     })?;
     match url.scheme() {
-        "http" => Ok(url),
-        "https" if TLS_SUPPORTED => Ok(url),
-        "https" => Err(AdapterConfigError::Url {
-            field,
-            reason: "https is not supported by this build (no TLS backend); use http, \
-                     for example through a local TLS-terminating proxy"
-                .to_string(),
-        }),
+        "http" | "https" => Ok(url),
         other => Err(AdapterConfigError::Url {
             field,
             reason: format!("unsupported scheme {other:?}, expected http or https"),
