@@ -231,10 +231,20 @@ pub(super) async fn upload_policy(
     }
     let policy = state.policy.clone();
     let wasm = bytes.to_vec();
+    // One compile: `activate` vets the candidate before swapping, and the
+    // description is read from the revision now active.
     let checked = blocking(move || {
-        let checked = policy.check(&wasm)?;
-        policy.activate(&wasm)?;
-        Ok::<_, crate::policy::PolicyError>((checked, wasm))
+        let revision = policy.activate(&wasm)?;
+        let described = policy.describe();
+        let info = match described.value {
+            Ok(info) if described.revision == revision => info,
+            _ => nomos_policy_default::types::PolicyInfo {
+                name: "unknown".into(),
+                version: "unknown".into(),
+                contract: String::new(),
+            },
+        };
+        Ok::<_, crate::policy::PolicyError>(((revision, info), wasm))
     })
     .await?;
     let ((revision, info), wasm) = checked.map_err(|e| ApiError::PolicyRejected(e.reasons()))?;
