@@ -75,6 +75,16 @@ struct ServeArgs {
     /// that correctness never depends on a wake-up).
     #[arg(long, env = "NOMOS_CONTINUE_NO_WAKE_LISTENER")]
     no_wake_listener: bool,
+    /// CPU time one policy call (or batch) may use, in milliseconds.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_DEADLINE_MS", default_value_t = 50)]
+    policy_deadline_ms: u64,
+    /// Linear memory one policy instance may grow to, in MiB.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_MEMORY_MIB", default_value_t = 64)]
+    policy_memory_mib: usize,
+    /// The host's cap on continuations per assent window, whatever the
+    /// policy answers (the default policy stops at 20 on its own).
+    #[arg(long, env = "NOMOS_CONTINUE_HARD_CAP", default_value_t = 50)]
+    hard_cap: i32,
 }
 
 #[derive(Subcommand)]
@@ -175,5 +185,8 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
     }
     config.worker.poll_interval = Duration::from_millis(args.poll_ms);
     config.worker.lease = Duration::from_secs(args.lease_secs);
+    config.worker.hard_cap = args.hard_cap;
+    config.limits.deadline = Duration::from_millis(args.policy_deadline_ms.max(1));
+    config.limits.max_memory_bytes = args.policy_memory_mib.max(1) << 20;
     config
 }

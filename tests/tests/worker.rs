@@ -118,6 +118,7 @@ on_both_stores!(
     a_failed_delivery_is_retried_with_the_same_key_and_blocks_the_session,
     a_permanent_failure_ends_in_a_visible_failed_state,
     an_expired_lease_is_redelivered_with_the_same_key,
+    a_delivery_that_keeps_killing_its_worker_ends_failed,
 );
 
 /// Two executions finish together: one agent call carries both notes, the
@@ -383,4 +384,49 @@ async fn an_expired_lease_is_redelivered_with_the_same_key(store: Store) {
             .expect("cas"),
         "the dead worker's late completion changes nothing"
     );
+}
+
+/// A delivery whose workers die mid-call every time (claimed, then never a
+/// result) is not redelivered forever: after `max_lost_claims` lost claims
+/// it ends `failed`, visibly, without another agent call.
+async fn a_delivery_that_keeps_killing_its_worker_ends_failed(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.report(a, "failed", "poison").await;
+    rig.worker.plan_once().await.expect("plan");
+    let lost = rig.worker.config().max_lost_claims;
+    for i in 0..lost {
+        let taken = rig
+            .store
+            .claim_deliveries(
+                &format!("doomed-{i}"),
+                rig.clock.now(),
+                Duration::seconds(60),
+                10,
+            )
+            .await
+            .expect("claim");
+        assert_eq!(taken.len(), 1);
+        rig.clock.advance(Duration::seconds(61));
+    }
+    let tick = rig.worker.deliver_once().await.expect("deliver");
+    assert_eq!(tick.gave_up, 1);
+    assert!(
+        rig.agent.continuations().is_empty(),
+        "no call for a delivery that kills its workers"
+    );
+    let summary = rig
+        .store
+        .session_summary(rig.session)
+        .await
+        .expect("summary");
+    assert_eq!(summary.deliveries[0].state, DeliveryState::Failed);
+    assert!(summary.deliveries[0]
+        .last_error
+        .as_deref()
+        .unwrap_or("")
+        .contains("keeps dying"));
+    assert_eq!(summary.links[0].outcome, Some(Settlement::Failed));
 }

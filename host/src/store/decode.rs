@@ -154,6 +154,7 @@ pub(crate) fn delivery<R: RowExt>(r: &R) -> Result<Delivery> {
         created_at: r.time("created_at")?,
         delivered_at: r.opt_time("delivered_at")?,
         updated_at: r.time("updated_at")?,
+        claims: r.int("claims")?,
     })
 }
 

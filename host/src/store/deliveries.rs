@@ -13,7 +13,7 @@ macro_rules! delivery_cols {
     () => {
         "id, session_id, kind, idempotency_key, execution_ids, note, policy_revision, state, \
          attempts, next_attempt_at, lease_owner, lease_expires_at, last_error, created_at, \
-         delivered_at, updated_at"
+         delivered_at, updated_at, claims"
     };
 }
 pub(crate) use delivery_cols;
@@ -43,7 +43,8 @@ impl Store {
             Db::Pg(pool) => {
                 let rows = sqlx::query(concat!(
                     "UPDATE nomos_deliveries \
-                     SET lease_owner = $1, lease_expires_at = $2, updated_at = $3 \
+                     SET lease_owner = $1, lease_expires_at = $2, updated_at = $3, \
+                         claims = claims + 1 \
                      WHERE id = ANY(ARRAY( \
                          SELECT id FROM nomos_deliveries \
                          WHERE state = 'pending' AND next_attempt_at <= $3 \
@@ -68,7 +69,8 @@ impl Store {
             Db::Lite(pool) => {
                 let rows = sqlx::query(concat!(
                     "UPDATE nomos_deliveries \
-                     SET lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3 \
+                     SET lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, \
+                         claims = claims + 1 \
                      WHERE id IN ( \
                          SELECT id FROM nomos_deliveries \
                          WHERE state = 'pending' AND next_attempt_at <= ?3 \

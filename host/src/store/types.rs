@@ -315,6 +315,10 @@ pub struct Delivery {
     /// Last change.
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    /// Times claimed, including this claim: a worker that dies mid-call
+    /// records no attempt, so this is what bounds redeliveries of a delivery
+    /// that keeps crashing its worker.
+    pub claims: i32,
 }
 
 /// The arguments of [`super::Store::plan_continuation`].

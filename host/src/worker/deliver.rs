@@ -98,6 +98,13 @@ impl Worker {
     }
 
     async fn deliver(&self, delivery: Delivery, soul: &str) -> Result<Attempt, WorkerError> {
+        let lost = delivery.claims - 1 - delivery.attempts;
+        if lost >= self.config.max_lost_claims {
+            let error = AgentError::Permanent(format!(
+                "claimed {lost} times without a recorded result: the worker delivering it keeps dying mid-call"
+            ));
+            return self.record_failure(&delivery, error).await;
+        }
         let call = match delivery.kind {
             DeliveryKind::Continuation => {
                 let continuation = self.continuation(&delivery, soul).await?;
@@ -112,36 +119,42 @@ impl Worker {
                 self.agent.notify(&notice).await
             }
         };
+        match call {
+            Ok(()) => Ok(Attempt::Accepted(delivery.id)),
+            Err(error) => self.record_failure(&delivery, error).await,
+        }
+    }
+
+    /// Records a failed call: a retry after a backoff, or (permanent error,
+    /// or the budget spent) a visible `failed` state.
+    async fn record_failure(
+        &self,
+        delivery: &Delivery,
+        error: AgentError,
+    ) -> Result<Attempt, WorkerError> {
         let now = self.clock.now();
-        let worker_id = &self.config.worker_id;
-        let attempt = match call {
-            Ok(()) => return Ok(Attempt::Accepted(delivery.id)),
-            Err(error) => {
-                let (max_attempts, message) = match &error {
-                    AgentError::Retryable(m) => (self.config.max_attempts, m.clone()),
-                    AgentError::Permanent(m) => (0, m.clone()),
-                };
-                let delay = backoff(&self.config, delivery.attempts + 1);
-                let next =
-                    now + time::Duration::try_from(delay).unwrap_or(time::Duration::minutes(5));
-                tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
-                match self
-                    .store
-                    .fail_delivery_attempt(
-                        delivery.id,
-                        worker_id,
-                        &message,
-                        now,
-                        next,
-                        max_attempts,
-                    )
-                    .await?
-                {
-                    AttemptOutcome::Retry { .. } => Attempt::Retried,
-                    AttemptOutcome::GaveUp { .. } => Attempt::GaveUp,
-                    AttemptOutcome::LeaseLost => Attempt::LeaseLost,
-                }
-            }
+        let (max_attempts, message) = match &error {
+            AgentError::Retryable(m) => (self.config.max_attempts, m.clone()),
+            AgentError::Permanent(m) => (0, m.clone()),
+        };
+        let delay = backoff(&self.config, delivery.attempts + 1);
+        let next = now + time::Duration::try_from(delay).unwrap_or(time::Duration::minutes(5));
+        tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
+        let attempt = match self
+            .store
+            .fail_delivery_attempt(
+                delivery.id,
+                &self.config.worker_id,
+                &message,
+                now,
+                next,
+                max_attempts,
+            )
+            .await?
+        {
+            AttemptOutcome::Retry { .. } => Attempt::Retried,
+            AttemptOutcome::GaveUp { .. } => Attempt::GaveUp,
+            AttemptOutcome::LeaseLost => Attempt::LeaseLost,
         };
         self.metrics.delivery(match attempt {
             Attempt::Accepted(_) => "accepted",

@@ -69,6 +69,10 @@ pub struct WorkerConfig {
     pub batch: i64,
     /// Delivery attempts before a continuation ends as `failed`.
     pub max_attempts: i32,
+    /// Earlier claims that recorded no result (their worker died mid-call)
+    /// after which a delivery ends as `failed` instead of being tried again:
+    /// a delivery that crashes every worker must not loop forever.
+    pub max_lost_claims: i32,
     /// The first retry's delay; doubled per attempt up to `backoff_max`.
     pub backoff_base: Duration,
     pub backoff_max: Duration,
@@ -90,6 +94,7 @@ impl Default for WorkerConfig {
             poll_interval: Duration::from_secs(2),
             batch: 500,
             max_attempts: 5,
+            max_lost_claims: 5,
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
             hard_cap: 50,

@@ -36,8 +36,8 @@ pub async fn migrations_up_down_up(store: Store) {
         .filter(|m| m.migration_type.is_up_migration())
         .map(|m| m.version)
         .collect();
-    assert_eq!(ups, (17..=24).collect::<Vec<_>>());
-    for v in 17..=24 {
+    assert_eq!(ups, (17..=25).collect::<Vec<_>>());
+    for v in 17..=25 {
         assert!(
             migrator
                 .iter()

@@ -1,0 +1,1 @@
+ALTER TABLE nomos_deliveries DROP COLUMN claims;
