@@ -16,32 +16,7 @@ use time::macros::datetime;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
-                    super::$name(store.clone()).await;
-                    store.close().await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = nomos_continue_tests::db::fresh_postgres_db().await else { return };
-                    super::$name(db.store.clone()).await;
-                    db.cleanup().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_stores!(
+nomos_continue_tests::on_both_stores!(
     migration_024_goes_down_and_up,
     a_reply_is_stored_once_per_key,
     racing_replies_with_one_key_store_one,
@@ -62,10 +37,11 @@ fn history(store: &Store) -> &dyn ChatHistory {
 /// 024 reverts cleanly (the notices table goes, keyless turns survive) and
 /// applies again.
 async fn migration_024_goes_down_and_up(store: Store) {
-    assert_eq!(
-        store.applied_migrations().await.expect("applied").last(),
-        Some(&24)
-    );
+    assert!(store
+        .applied_migrations()
+        .await
+        .expect("applied")
+        .contains(&24));
     let session = Uuid::new_v4();
     store
         .append_turn(session, Role::User, "hello", t0())

@@ -9,31 +9,7 @@ use time::macros::datetime;
 use time::Duration;
 use uuid::Uuid;
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = nomos_continue_tests::db::fresh_postgres_db().await else { return };
-                    super::$name(db.store.clone()).await;
-                    db.cleanup().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_stores!(
+nomos_continue_tests::on_both_stores!(
     a_refused_plan_does_not_undo_the_others,
     batch_completion_is_a_compare_and_set
 );

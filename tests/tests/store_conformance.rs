@@ -23,39 +23,7 @@ use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-/// Generates the SQLite and PostgreSQL test for every body listed.
-macro_rules! conformance {
-    ($($path:path => $name:ident),* $(,)?) => {
-        mod sqlite {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
-                    $path(store.clone()).await;
-                    store.close().await;
-                }
-            )*
-        }
-        mod postgres {
-            #[allow(unused_imports)]
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = nomos_continue_tests::db::fresh_postgres_db().await else {
-                        return;
-                    };
-                    $path(db.store.clone()).await;
-                    db.cleanup().await;
-                }
-            )*
-        }
-    };
-}
-
-conformance! {
+nomos_continue_tests::on_both_stores! {
     misc::migrations_up_down_up => migrations_up_down_up,
     misc::malformed_input_is_typed => malformed_input_is_typed,
     misc::unknown_session_is_empty => unknown_session_is_empty,

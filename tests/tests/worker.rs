@@ -84,31 +84,7 @@ impl Rig {
     }
 }
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(db) = nomos_continue_tests::db::fresh_postgres_db().await else { return };
-                    super::$name(db.store.clone()).await;
-                    db.cleanup().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_stores!(
+nomos_continue_tests::on_both_stores!(
     finished_executions_of_a_session_fold_into_one_continuation,
     running_executions_wait_and_are_continued_when_they_finish,
     without_a_window_a_completion_is_dropped_with_one_notice,

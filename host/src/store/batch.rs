@@ -10,6 +10,33 @@ use super::plan::{is_unique_violation, plan_lite, plan_pg};
 use super::types::{ContinuationPlan, PlanOutcome};
 use super::{dedup, micros, trunc, Db, Result, Store, StoreError, SQLITE_BEGIN};
 
+/// Runs each plan in `order` inside its own savepoint of `tx`, with the
+/// backend's plan function; the same code for both backends, whose
+/// connection types differ.
+macro_rules! plan_each {
+    ($tx:ident, $plan_one:ident, $plans:ident, $order:ident, $now:ident, $outcomes:ident, $raced:ident) => {
+        for &i in &$order {
+            let ids = checked_ids(&$plans[i])?;
+            let mut savepoint = sqlx::Acquire::begin(&mut *$tx).await?;
+            match $plan_one(&mut savepoint, &$plans[i], &ids, $now).await {
+                Ok(o @ PlanOutcome::Planned(_)) => {
+                    savepoint.commit().await?;
+                    $outcomes[i] = Some(o);
+                }
+                Ok(other) => {
+                    savepoint.rollback().await?;
+                    $outcomes[i] = Some(other);
+                }
+                Err(StoreError::Database(e)) if is_race(&e) => {
+                    savepoint.rollback().await?;
+                    $raced.push(i);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+}
+
 impl Store {
     /// [`Store::plan_continuation`] for many sessions in ONE transaction.
     ///
@@ -34,48 +61,12 @@ impl Store {
         match &self.db {
             Db::Pg(pool) => {
                 let mut tx = pool.begin().await?;
-                for &i in &order {
-                    let ids = checked_ids(&plans[i])?;
-                    let mut savepoint = sqlx::Acquire::begin(&mut *tx).await?;
-                    match plan_pg(&mut savepoint, &plans[i], &ids, now).await {
-                        Ok(o @ PlanOutcome::Planned(_)) => {
-                            savepoint.commit().await?;
-                            outcomes[i] = Some(o);
-                        }
-                        Ok(other) => {
-                            savepoint.rollback().await?;
-                            outcomes[i] = Some(other);
-                        }
-                        Err(StoreError::Database(e)) if is_race(&e) => {
-                            savepoint.rollback().await?;
-                            raced.push(i);
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+                plan_each!(tx, plan_pg, plans, order, now, outcomes, raced);
                 tx.commit().await?;
             }
             Db::Lite(pool) => {
                 let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                for &i in &order {
-                    let ids = checked_ids(&plans[i])?;
-                    let mut savepoint = sqlx::Acquire::begin(&mut *tx).await?;
-                    match plan_lite(&mut savepoint, &plans[i], &ids, now).await {
-                        Ok(o @ PlanOutcome::Planned(_)) => {
-                            savepoint.commit().await?;
-                            outcomes[i] = Some(o);
-                        }
-                        Ok(other) => {
-                            savepoint.rollback().await?;
-                            outcomes[i] = Some(other);
-                        }
-                        Err(StoreError::Database(e)) if is_race(&e) => {
-                            savepoint.rollback().await?;
-                            raced.push(i);
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+                plan_each!(tx, plan_lite, plans, order, now, outcomes, raced);
                 tx.commit().await?;
             }
         }
