@@ -29,6 +29,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The `nomos-continue` binary next to this test executable, built (or
 /// found fresh) once per process.
 ///
+/// It is built by `cargo test --workspace --no-run`, not `cargo build`: the
+/// binary must come from the same feature resolution as the test run, or
+/// cargo compiles wasmtime and everything under it a second time. Inside
+/// `cargo test --workspace` (what CI runs) this is a no-op.
+///
 /// Panics if the build fails: every fault test needs it.
 pub fn binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
@@ -49,14 +54,7 @@ fn build_binary() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let mut cargo = std::process::Command::new(env!("CARGO"));
     cargo
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "nomos-continue",
-            "--bin",
-            "nomos-continue",
-        ])
+        .args(["test", "--workspace", "--no-run", "--quiet"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -69,7 +67,7 @@ fn build_binary() -> PathBuf {
         .unwrap_or_else(|e| panic!("run cargo build for nomos-continue: {e}"));
     assert!(
         status.success(),
-        "cargo build -p nomos-continue failed: {status}"
+        "cargo test --workspace --no-run failed: {status}"
     );
     let binary = profile_dir.join(format!("nomos-continue{}", std::env::consts::EXE_SUFFIX));
     assert!(binary.exists(), "no binary at {}", binary.display());

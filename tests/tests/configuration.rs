@@ -11,12 +11,7 @@ fn every_serve_flag_is_documented() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("workspace root")?;
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "-p", "nomos-continue", "--bin", "nomos-continue"])
-        .current_dir(root)
-        .status()?;
-    ensure!(built.success(), "cargo build failed");
-    let help = Command::new(root.join("target/debug/nomos-continue"))
+    let help = Command::new(nomos_continue_tests::replica::binary())
         .args(["serve", "--help"])
         .output()?;
     ensure!(help.status.success(), "serve --help failed");

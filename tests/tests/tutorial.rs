@@ -39,16 +39,12 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         blocks.len()
     );
 
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "-p", "nomos-continue", "--bin", "nomos-continue"])
-        .current_dir(root)
-        .status()
-        .context("build nomos-continue")?;
-    ensure!(built.success(), "cargo build failed");
-    let target = root.join("target");
+    let binary = nomos_continue_tests::replica::binary();
+    let bin_dir = binary.parent().context("binary directory")?;
+    let target = bin_dir.parent().context("target directory")?;
     let path = format!(
         "{}:{}",
-        target.join("debug").display(),
+        bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let work = tempfile::tempdir()?;
