@@ -37,9 +37,9 @@ pub fn extract_execution_ids(text: &str) -> Vec<String> {
         }
         let start = skip_separators(bytes, skip_id_suffix(bytes, from));
         // `"execution": {"id": "…"}`: the id key may follow the separators.
-        let start = match uuid_at(bytes, start) {
-            Some(_) => start,
-            None => skip_separators(bytes, skip_id_word(bytes, start)),
+        let start = match (uuid_at(bytes, start), skip_id_word(bytes, start)) {
+            (None, after_id) if after_id != start => skip_separators(bytes, after_id),
+            _ => start,
         };
         let Some(id) = uuid_at(bytes, start) else {
             continue;

@@ -84,18 +84,34 @@ fn headline(result: &str) -> String {
     }
 }
 
-/// Replaces control characters (terminal escapes, NUL, carriage returns)
-/// that would garble the note, keeping newlines and tabs.
+/// Makes command output readable in a note: CRLF and lone CR become
+/// newlines, terminal colour and cursor sequences (`ESC [ … letter`) are
+/// removed, and any other control character (NUL, a bare ESC, …) becomes
+/// U+FFFD. Newlines and tabs are kept.
 fn sanitize(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '\u{fffd}'
-            } else {
-                c
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() != Some(&'\n') {
+                    out.push('\n');
+                }
             }
-        })
-        .collect()
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn sanitize_line(text: &str) -> String {
@@ -199,6 +215,25 @@ mod tests {
             &[],
         );
         assert!(note.contains("``````text\n"));
+    }
+
+    #[test]
+    fn terminal_escapes_and_carriage_returns_are_cleaned() {
+        let note = format_note(
+            &execution("\u{1b}[31mERROR\u{1b}[0m: apt-get failed\r\nE: no\rX\u{0}"),
+            Outcome::Failed,
+            &[],
+        );
+        assert!(
+            note.starts_with(
+                "execution 3f2504e0-4f89-11d3-9a0c-0305e82c3301 failed: ERROR: apt-get failed\n"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("ERROR: apt-get failed\nE: no\nX\u{fffd}\n"),
+            "{note}"
+        );
     }
 
     #[test]
