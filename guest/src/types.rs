@@ -157,10 +157,20 @@ impl Window {
 pub struct Execution {
     pub id: String,
     pub status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub result: String,
     #[serde(default)]
     pub finished_at: Option<Timestamp>,
+}
+
+/// Reads a string that may be `null` as the empty string.
+///
+/// Why: a runtime serialises an execution with no output yet as
+/// `"result": null`. That is the same fact as no result at all, so it must
+/// decide like `""` (the note says "(no output)") instead of failing the
+/// whole decision input; any other non-string is still an error.
+pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 /// The chat session an execution is linked to.
@@ -204,4 +214,30 @@ pub struct PolicyInfo {
     pub name: String,
     pub version: String,
     pub contract: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXECUTION: &str = r#"{"id": "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "status": "running""#;
+
+    fn parse(rest: &str) -> Result<Execution, serde_json::Error> {
+        serde_json::from_str(&format!("{EXECUTION}{rest}}}"))
+    }
+
+    #[test]
+    fn a_null_result_reads_as_empty() {
+        let e = parse(r#", "result": null"#).expect("null result accepted");
+        assert_eq!(e.result, "");
+        assert_eq!(parse("").expect("missing result accepted").result, "");
+        assert_eq!(
+            parse(r#", "result": "ok""#).expect("text result").result,
+            "ok"
+        );
+        assert!(
+            parse(r#", "result": 7"#).is_err(),
+            "a number is not a result"
+        );
+    }
 }
