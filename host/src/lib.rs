@@ -5,6 +5,9 @@
 //!
 //! - [`policy`]: the sandboxed WebAssembly continuation policy: loading and
 //!   type-checking a component, running it under limits, hot swap.
+//! - [`deploy`]: which policy revision runs when a watched file, uploads
+//!   and the database all name one (the database decides), and the
+//!   watchers that converge on it.
 //! - [`store`]: every SQL query, for PostgreSQL and the embedded SQLite
 //!   default, and the migrations.
 //! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
@@ -22,6 +25,7 @@ pub mod api;
 pub mod clock;
 pub mod commands;
 pub mod demo;
+pub mod deploy;
 pub mod metrics;
 pub mod policy;
 pub mod store;

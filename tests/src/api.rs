@@ -72,7 +72,8 @@ pub struct ServedApi {
     pub base: String,
     /// The store behind the router.
     pub store: Store,
-    /// Notified by `PUT /v1/executions/{id}`.
+    /// Notified by the routes that make work ready (`PUT /v1/executions/{id}`,
+    /// `POST /v1/sessions/{id}/tool-results`).
     pub wake: Arc<Notify>,
     client: reqwest::Client,
     token: Option<String>,
@@ -83,7 +84,13 @@ impl ServedApi {
     /// Serves the router with the built-in policy and the system clock;
     /// `token`, when set, is required on every route but `/healthz`.
     pub async fn start(store: Store, token: Option<&str>) -> Self {
-        let wake = Arc::new(Notify::new());
+        Self::start_with_wake(store, token, Arc::new(Notify::new())).await
+    }
+
+    /// Like [`ServedApi::start`], with the router notifying `wake` (a
+    /// worker's [`waker`](nomos_continue::worker::Worker::waker), for tests
+    /// of what wakes the worker).
+    pub async fn start_with_wake(store: Store, token: Option<&str>, wake: Arc<Notify>) -> Self {
         let state = AppState {
             store: store.clone(),
             policy: policy(),

@@ -120,28 +120,7 @@ pub struct Replica {
 impl Replica {
     /// Spawns the binary and waits for its "listening on" line.
     pub async fn start(options: &ReplicaOptions) -> Replica {
-        let mut command = Command::new(binary());
-        command
-            .arg("serve")
-            .args(["--database-url", &options.database_url])
-            .args(["--listen", "127.0.0.1:0"])
-            .args(["--agent-webhook", &options.webhook])
-            .args(["--worker-id", &options.worker_id])
-            .args(["--poll-ms", &options.poll_ms.to_string()])
-            .args(["--lease-secs", &options.lease_secs.to_string()])
-            .env_remove("NOMOS_CONTINUE_TOKEN")
-            .env_remove("NOMOS_CONTINUE_AGENT_TOKEN")
-            .env_remove("NOMOS_CONTINUE_POLICY")
-            .env_remove("NOMOS_CONTINUE_NO_WAKE_LISTENER")
-            .env("NOMOS_CONTINUE_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if !options.wake_listener {
-            command.arg("--no-wake-listener");
-        }
-        let mut child = command
+        let mut child = serve_command(options)
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {}: {e}", binary().display()));
         let stderr = Arc::new(Mutex::new(Vec::new()));
@@ -268,6 +247,94 @@ impl Drop for Replica {
                 self.worker_id,
                 log.join("\n")
             );
+        }
+    }
+}
+
+/// `nomos-continue serve` as a replica with `options` runs it: loopback on
+/// a free port, no token, logs at `warn`, stdout and stderr piped.
+fn serve_command(options: &ReplicaOptions) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .arg("serve")
+        .args(["--database-url", &options.database_url])
+        .args(["--listen", "127.0.0.1:0"])
+        .args(["--agent-webhook", &options.webhook])
+        .args(["--worker-id", &options.worker_id])
+        .args(["--poll-ms", &options.poll_ms.to_string()])
+        .args(["--lease-secs", &options.lease_secs.to_string()])
+        .env_remove("NOMOS_CONTINUE_TOKEN")
+        .env_remove("NOMOS_CONTINUE_AGENT_TOKEN")
+        .env_remove("NOMOS_CONTINUE_POLICY")
+        .env_remove("NOMOS_CONTINUE_NO_WAKE_LISTENER")
+        .env("NOMOS_CONTINUE_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if !options.wake_listener {
+        command.arg("--no-wake-listener");
+    }
+    command
+}
+
+/// How a replica that was expected to refuse to start ended.
+#[derive(Debug)]
+pub struct Refusal {
+    /// Its exit status.
+    pub status: std::process::ExitStatus,
+    /// Everything it wrote on stderr.
+    pub stderr: String,
+}
+
+impl Refusal {
+    /// Spawns a replica that must exit at start-up; panics if it reports an
+    /// address instead (it started) or has not exited within the start
+    /// time-out.
+    pub async fn expect(options: &ReplicaOptions) -> Refusal {
+        let mut child = serve_command(options)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary().display()));
+        let stdout = child
+            .stdout
+            .take()
+            .unwrap_or_else(|| panic!("replica {} has no stdout", options.worker_id));
+        let mut lines = BufReader::new(stdout).lines();
+        let ended = tokio::time::timeout(START_TIMEOUT, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if parse_listening(&line).is_some() {
+                    return Err(line);
+                }
+            }
+            Ok(())
+        })
+        .await;
+        match ended {
+            Ok(Ok(())) => {}
+            Ok(Err(line)) => {
+                let _ = child.start_kill();
+                panic!(
+                    "replica {} started although it should have refused: {line}",
+                    options.worker_id
+                );
+            }
+            Err(_) => {
+                let _ = child.start_kill();
+                panic!("replica {} neither started nor exited", options.worker_id);
+            }
+        }
+        let output = tokio::time::timeout(START_TIMEOUT, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "replica {} closed stdout but did not exit",
+                    options.worker_id
+                )
+            })
+            .unwrap_or_else(|e| panic!("wait for replica {}: {e}", options.worker_id));
+        Refusal {
+            status: output.status,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! (`tests/hostile-guest/`, built by `tests/build.rs`): every failure mode
 //! ends in a typed failure or refusal, never a crash, a hang or a bad answer
 //! acted upon; a policy that keeps failing is replaced by the last good one;
-//! swaps under load lose no decision; the file watcher picks up new files.
+//! swaps under load lose no decision. Where the running policy comes from
+//! (a watched file, uploads, the database) is in `policy_runtime/sources.rs`.
 //!
 //! Compiling a component is the slow part in a debug build, so tests that
 //! only read share one runtime per policy; tests that swap get their own.
@@ -10,14 +11,15 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
-use std::time::Duration;
 
-use nomos_continue::policy::watch::{FileWatcher, WatchOutcome};
 use nomos_continue::policy::{
     Limits, PolicyError, PolicyFailure, PolicyRuntime, Revision, BUILTIN_POLICY_WASM,
     DEFAULT_FALLBACK_AFTER, POLICY_EXPORT,
 };
 use nomos_policy_default::types as t;
+
+#[path = "policy_runtime/sources.rs"]
+mod sources;
 
 const EXECUTION: &str = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";
 
@@ -438,65 +440,4 @@ fn a_swap_under_load_loses_no_decision() {
     );
     assert_eq!(runtime.stats().swaps, SWAPS as u64);
     assert_eq!(runtime.active_revision(), builtin);
-}
-
-#[tokio::test]
-async fn the_file_watcher_activates_new_files_ignores_unchanged_ones_and_reports_a_bad_one_once() {
-    let runtime =
-        Arc::new(PolicyRuntime::new(Limits::default()).expect("the built-in policy loads"));
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("policy.wasm");
-    let mut watcher = FileWatcher::new(runtime.clone(), path.clone(), Duration::from_secs(3600));
-
-    assert!(
-        matches!(watcher.run_once().await, WatchOutcome::Unreadable(_)),
-        "no file yet"
-    );
-
-    std::fs::write(&path, BUILTIN_POLICY_WASM).expect("write the policy file");
-    assert!(
-        matches!(watcher.run_once().await, WatchOutcome::Unchanged),
-        "the file holds the active revision"
-    );
-
-    let hostile = hostile_bytes();
-    std::fs::write(&path, &hostile).expect("write the policy file");
-    match watcher.run_once().await {
-        WatchOutcome::Activated(revision) => assert_eq!(revision, Revision::of(&hostile)),
-        other => panic!("expected the new file to be activated, got {other:?}"),
-    }
-    assert_eq!(runtime.active_revision(), Revision::of(&hostile));
-    assert!(matches!(watcher.run_once().await, WatchOutcome::Unchanged));
-
-    let broken = wasm(env!("BROKEN_WASM"));
-    std::fs::write(&path, &broken).expect("write the policy file");
-    match watcher.run_once().await {
-        WatchOutcome::Rejected(revision, reasons) => {
-            assert_eq!(revision, Revision::of(&broken));
-            assert!(!reasons.is_empty());
-        }
-        other => panic!("expected the broken file to be rejected, got {other:?}"),
-    }
-    let rejected = runtime.stats().rejected_candidates;
-    assert!(
-        matches!(watcher.run_once().await, WatchOutcome::Unchanged),
-        "a bad file is reported once"
-    );
-    assert_eq!(
-        runtime.stats().rejected_candidates,
-        rejected,
-        "and not vetted again"
-    );
-    assert_eq!(
-        runtime.active_revision(),
-        Revision::of(&hostile),
-        "the last good revision keeps running"
-    );
-
-    std::fs::write(&path, BUILTIN_POLICY_WASM).expect("write the policy file");
-    assert!(
-        matches!(watcher.run_once().await, WatchOutcome::Activated(_)),
-        "a good file after a bad one"
-    );
-    assert_eq!(runtime.active_revision(), Revision::of(BUILTIN_POLICY_WASM));
 }

@@ -9,7 +9,9 @@
 //! - `vet`: the checks a candidate passes before activation.
 //! - `runtime`: the active revision, atomic swaps, fall-back on failures.
 //! - `golden`: golden-case files, shared by tests and `policy test`.
-//! - `watch`: hot swap from a watched file.
+//! - `watch`: reading a policy file. Watching it, and the database's active
+//!   revision, is `crate::deploy`'s job: the sandbox does not know the
+//!   database.
 
 mod bindings;
 mod compiled;
@@ -26,7 +28,6 @@ pub use eval::PolicyFailure;
 pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
 pub use sandbox::Limits;
 pub use vet::Vetting;
-pub use watch::DbPolicyWatcher;
 
 /// The default policy, built from `guest/` by the build script.
 pub const BUILTIN_POLICY_WASM: &[u8] = include_bytes!(env!("NOMOS_BUILTIN_POLICY"));

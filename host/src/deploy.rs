@@ -1,0 +1,267 @@
+//! Policy deployment: which revision runs when a policy can come from three
+//! places: a watched file (`serve --policy`), an upload (`PUT /v1/policy` on
+//! any replica) and the database (what every replica converges on).
+//!
+//! # Precedence: the database decides
+//!
+//! What runs, on every replica, is the revision the database marks active.
+//! The other sources only ever *write* there:
+//!
+//! - an upload is vetted and activated here, then saved and activated in the
+//!   database ([`PolicyDeployment::upload`]);
+//! - a watched file is uploaded the same way when its contents **change**,
+//!   compared with the file as this process last saw it (not with the active
+//!   revision), and at start-up when its contents are not a revision the
+//!   database already has ([`FileWatcher`]);
+//! - every replica polls the database's active revision and activates it
+//!   ([`DbPolicyWatcher`]).
+//!
+//! So an upload wins until the file's contents change again, and restarting
+//! with the same file does not undo it. Before this, the file and the
+//! database each re-activated their own revision on every poll, and the
+//! file silently undid every upload.
+//!
+//! Why a module of its own: the sandbox (`policy`) knows components, not the
+//! database; the store knows rows, not components. This is where the two
+//! meet.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nomos_policy_default::types::PolicyInfo;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::policy::{PolicyError, PolicyRuntime, Revision};
+use crate::store::{Store, StoreError};
+
+/// Why an upload did not become the active revision everywhere.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    /// The component failed its checks: it was activated nowhere.
+    #[error(transparent)]
+    Rejected(#[from] PolicyError),
+    /// The component passed and runs here, but the database did not record
+    /// it; the other replicas (and this one, at its next database poll)
+    /// keep the database's revision.
+    #[error("record the policy in the database: {0}")]
+    Store(#[from] StoreError),
+    /// The blocking vetting task died (a panic in the compiler).
+    #[error("policy check task failed: {0}")]
+    Task(String),
+}
+
+/// What one look of a watcher found.
+#[derive(Debug)]
+pub enum WatchOutcome {
+    /// Nothing to do: the file has not changed, or this process already
+    /// runs the database's active revision.
+    Unchanged,
+    /// A new revision was activated.
+    Activated(Revision),
+    /// A new revision was refused; the reasons are kept so the same bad
+    /// revision is reported once, not on every look.
+    Rejected(Revision, Vec<String>),
+    /// The look failed (the file is unreadable, perhaps mid-write, or the
+    /// database is unreachable); tried again at the next look.
+    Failed(String),
+}
+
+/// The one way a policy revision is deployed. Cheap to clone.
+#[derive(Clone)]
+pub struct PolicyDeployment {
+    runtime: Arc<PolicyRuntime>,
+    store: Store,
+    clock: Arc<dyn Clock>,
+}
+
+impl PolicyDeployment {
+    pub fn new(runtime: Arc<PolicyRuntime>, store: Store, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            runtime,
+            store,
+            clock,
+        }
+    }
+
+    /// Vets `bytes` and activates them here (a refused component changes
+    /// nothing, anywhere), then saves and activates the revision in the
+    /// database so every replica converges on it. Answers the revision and
+    /// the policy's own description.
+    pub async fn upload(&self, bytes: Vec<u8>) -> Result<(Revision, PolicyInfo), DeployError> {
+        let runtime = self.runtime.clone();
+        // One compile: `activate` vets the candidate before swapping, and the
+        // description is read from the revision now active.
+        let checked = tokio::task::spawn_blocking(move || {
+            let revision = runtime.activate(&bytes)?;
+            let described = runtime.describe();
+            let info = match described.value {
+                Ok(info) if described.revision == revision => info,
+                _ => PolicyInfo {
+                    name: "unknown".into(),
+                    version: "unknown".into(),
+                    contract: String::new(),
+                },
+            };
+            Ok::<_, PolicyError>((revision, info, bytes))
+        })
+        .await
+        .map_err(|e| DeployError::Task(e.to_string()))?;
+        let (revision, info, bytes) = checked?;
+        let now = self.clock.now();
+        self.store
+            .save_policy_revision(&revision.0, &bytes, &info.name, &info.version, now)
+            .await?;
+        self.store.activate_policy(&revision.0, now).await?;
+        Ok((revision, info))
+    }
+
+    /// A watcher of the policy file at `path`, looking every `interval`.
+    pub fn watch_file(&self, path: PathBuf, interval: Duration) -> FileWatcher {
+        FileWatcher {
+            deployment: self.clone(),
+            path,
+            interval,
+            last_seen: None,
+        }
+    }
+
+    /// A watcher of the database's active revision, looking every
+    /// `interval`.
+    pub fn watch_database(&self, interval: Duration) -> DbPolicyWatcher {
+        DbPolicyWatcher {
+            deployment: self.clone(),
+            interval,
+            last_rejected: None,
+        }
+    }
+
+    /// Whether the database has ever stored `revision`.
+    async fn is_saved(&self, revision: &Revision) -> Result<bool, StoreError> {
+        let saved = self.store.policy_revisions().await?;
+        Ok(saved.iter().any(|r| r.hash == revision.0))
+    }
+}
+
+/// Uploads a policy file when its contents change (see the module docs).
+pub struct FileWatcher {
+    deployment: PolicyDeployment,
+    path: PathBuf,
+    interval: Duration,
+    /// The file's revision as last seen, uploaded or refused; `None` before
+    /// the first successful look.
+    last_seen: Option<Revision>,
+}
+
+impl FileWatcher {
+    /// Looks at the file once.
+    pub async fn run_once(&mut self) -> WatchOutcome {
+        let bytes = match tokio::fs::read(&self.path).await {
+            Ok(b) => b,
+            Err(e) => return WatchOutcome::Failed(format!("{}: {e}", self.path.display())),
+        };
+        let revision = Revision::of(&bytes);
+        match &self.last_seen {
+            Some(seen) if *seen == revision => return WatchOutcome::Unchanged,
+            Some(_) => {}
+            // Start-up: a file the database already has is no news, even if
+            // another revision is active there (it was uploaded after this
+            // file): the database decides.
+            None => match self.deployment.is_saved(&revision).await {
+                Ok(true) => {
+                    self.last_seen = Some(revision);
+                    return WatchOutcome::Unchanged;
+                }
+                Ok(false) => {}
+                Err(e) => return WatchOutcome::Failed(format!("saved policy revisions: {e}")),
+            },
+        }
+        match self.deployment.upload(bytes).await {
+            Ok((uploaded, _)) => {
+                self.last_seen = Some(uploaded.clone());
+                WatchOutcome::Activated(uploaded)
+            }
+            Err(DeployError::Rejected(e)) => {
+                tracing::error!(path = %self.path.display(), "policy file refused: {e}");
+                self.last_seen = Some(revision.clone());
+                WatchOutcome::Rejected(revision, e.reasons())
+            }
+            // Not marked as seen: the upload is tried again at the next look.
+            Err(e) => WatchOutcome::Failed(format!("upload {}: {e}", self.path.display())),
+        }
+    }
+
+    /// Looks every interval until `shutdown` is cancelled.
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        loop {
+            let outcome = self.run_once().await;
+            if !pause(outcome, self.interval, &shutdown).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Converges on the revision the database marks active, so every replica
+/// runs what the last upload (from any replica, or a changed file) activated.
+pub struct DbPolicyWatcher {
+    deployment: PolicyDeployment,
+    interval: Duration,
+    /// The active revision this host refused, so it is reported once.
+    last_rejected: Option<String>,
+}
+
+impl DbPolicyWatcher {
+    /// Looks at the database once.
+    pub async fn run_once(&mut self) -> WatchOutcome {
+        let active = match self.deployment.store.active_policy().await {
+            Ok(Some(active)) => active,
+            Ok(None) => return WatchOutcome::Unchanged,
+            Err(e) => return WatchOutcome::Failed(format!("active policy: {e}")),
+        };
+        let runtime = &self.deployment.runtime;
+        if active.hash == runtime.active_revision().0
+            || self.last_rejected.as_deref() == Some(active.hash.as_str())
+        {
+            return WatchOutcome::Unchanged;
+        }
+        let runtime = runtime.clone();
+        let wasm = active.wasm;
+        match tokio::task::spawn_blocking(move || runtime.activate(&wasm)).await {
+            Ok(Ok(rev)) => WatchOutcome::Activated(rev),
+            Ok(Err(e)) => {
+                tracing::error!(revision = %active.hash, "database policy refused: {e}");
+                self.last_rejected = Some(active.hash.clone());
+                WatchOutcome::Rejected(Revision(active.hash), e.reasons())
+            }
+            Err(join) => WatchOutcome::Failed(format!("policy check task failed: {join}")),
+        }
+    }
+
+    /// Looks every interval until `shutdown` is cancelled.
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        loop {
+            let outcome = self.run_once().await;
+            if !pause(outcome, self.interval, &shutdown).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Logs what a look found and waits `interval`; `false` once `shutdown` is
+/// cancelled. (Refusals are logged where they happen, with their source.)
+async fn pause(outcome: WatchOutcome, interval: Duration, shutdown: &CancellationToken) -> bool {
+    match outcome {
+        WatchOutcome::Activated(revision) => {
+            tracing::info!(revision = %revision.short(), "policy activated");
+        }
+        WatchOutcome::Failed(why) => tracing::warn!("policy watcher: {why}"),
+        WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => {}
+    }
+    tokio::select! {
+        _ = shutdown.cancelled() => false,
+        _ = tokio::time::sleep(interval) => true,
+    }
+}

@@ -1,0 +1,2 @@
+-- Reverses 028.
+DROP TABLE IF EXISTS nomos_workers;
