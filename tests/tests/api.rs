@@ -3,6 +3,9 @@
 //! path, and every malformed request answered with a 4xx and a JSON
 //! `{"error": …}` body, never a 500.
 
+#[path = "api/executions.rs"]
+mod executions;
+
 use nomos_continue::api::MAX_BODY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
 use nomos_continue_tests::api::ServedApi;

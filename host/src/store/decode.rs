@@ -10,7 +10,7 @@ use sqlx::Row;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::types::{Delivery, Execution, Link, ReadyLink, Turn, Window};
+use super::types::{Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window};
 use super::{from_micros, Result, StoreError};
 
 /// Column access with the backend's representation already undone.
@@ -155,6 +155,10 @@ pub(crate) fn delivery<R: RowExt>(r: &R) -> Result<Delivery> {
         delivered_at: r.opt_time("delivered_at")?,
         updated_at: r.time("updated_at")?,
         claims: r.int("claims")?,
+        claim_token: r.opt_uuid("claim_token")?,
+        claimed_at: r.opt_time("claimed_at")?,
+        first_failed_at: r.opt_time("first_failed_at")?,
+        shortages: r.int("shortages")?,
     })
 }
 
@@ -195,6 +199,69 @@ pub(crate) fn execution<R: RowExt>(r: &R) -> Result<Execution> {
         updated_at: r.time("updated_at")?,
         finished_at: r.opt_time("finished_at")?,
     })
+}
+
+/// Decodes a [`LateReport`].
+pub(crate) fn late_report<R: RowExt>(r: &R) -> Result<LateReport> {
+    Ok(LateReport {
+        execution_id: r.uuid("execution_id")?,
+        status: r.text("status")?,
+        result: r.text("result")?,
+        reported_at: r.time("reported_at")?,
+    })
+}
+
+/// `decode(r)`, or `None` with a warning naming the execution (column
+/// `id_col`) when the row does not decode.
+///
+/// Why skip rather than fail: these rows come from the `executions`
+/// relation, which a runtime may own (see `executions.rs`), and one bad row
+/// must cost only its own execution, not the read of every other one
+/// (promise P5).
+pub(crate) fn or_skip<R: RowExt, T>(
+    r: &R,
+    id_col: &'static str,
+    decode: impl Fn(&R) -> Result<T>,
+) -> Option<T> {
+    match decode(r) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            match r.uuid(id_col) {
+                Ok(id) => tracing::warn!(
+                    execution_id = %id,
+                    "skipping execution {id}: its row does not decode: {e}"
+                ),
+                Err(_) => {
+                    tracing::warn!("skipping an execution whose row and id do not decode: {e}")
+                }
+            }
+            None
+        }
+    }
+}
+
+/// Decodes a page of the pending-links query into `out`, skipping the rows
+/// that do not decode ([`or_skip`]), and returns the cursor of the last row
+/// *fetched*.
+///
+/// Why the cursor is read apart: it comes from the link's own columns
+/// (nomos-continue's table, NOT NULL), so a skipped row still moves the
+/// page on; were it read from the decoded rows, a bad row at the end of a
+/// page would be fetched again forever. A link column that does not decode
+/// is an error: the page cannot be continued past it.
+pub(crate) fn ready_page<R: RowExt>(
+    rows: &[R],
+    out: &mut Vec<ReadyLink>,
+) -> Result<Option<PendingCursor>> {
+    let mut last = None;
+    for r in rows {
+        last = Some(PendingCursor {
+            linked_at: r.time("created_at")?,
+            execution_id: r.uuid("execution_id")?,
+        });
+        out.extend(or_skip(r, "execution_id", ready_link));
+    }
+    Ok(last)
 }
 
 /// Decodes a [`Turn`].

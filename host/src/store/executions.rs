@@ -1,16 +1,62 @@
 //! The `executions` relation: status reports from the runtime (standalone
 //! mode) and reads for the worker.
+//!
+//! # A relation the runtime may own
+//!
+//! Migration 021 creates a standalone table only where no relation named
+//! `executions` exists: a runtime may supply its own (a view over its
+//! table), whose columns can hold what the standalone table forbids. One
+//! such row must not stop the reads for every other execution (DESIGN.md,
+//! promise P5), so the reads do not trust them: a NULL `result` is the empty
+//! result (no output yet), a NULL `updated_at` falls back to `finished_at`,
+//! a row with a NULL `status` has not reported, and a row that still does
+//! not decode is skipped with a warning (see [`decode::or_skip`]).
 
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::decode;
-use super::types::Execution;
-use super::{dedup, json_ids, micros, trunc, Db, Result, Store, StoreError, WAKE_CHANNEL};
+use super::types::{Execution, LateReport, ReportOutcome};
+use super::{
+    dedup, json_ids, micros, trunc, Db, Result, Store, StoreError, SQLITE_BEGIN, WAKE_CHANNEL,
+};
 
-const COLS: &str = "id, status, result, updated_at, finished_at";
+/// The columns every read selects, with the NULL fallbacks of the module
+/// docs; `$epoch` is the backend's literal for the Unix epoch.
+///
+/// Why the epoch when a row has neither `updated_at` nor `finished_at`: no
+/// time of the report is known, and the epoch says so plainly, where an
+/// invented time (such as now) would look like a real, fresh report.
+macro_rules! read_cols {
+    ($epoch:literal) => {
+        concat!(
+            "id, status, COALESCE(result, '') AS result, \
+             COALESCE(updated_at, finished_at, ",
+            $epoch,
+            ") AS updated_at, finished_at"
+        )
+    };
+}
+const PG_COLS: &str = read_cols!("'epoch'::timestamptz");
+const LITE_COLS: &str = read_cols!("0");
+
+/// The columns [`decode::late_report`] reads.
+const LATE_COLS: &str = "execution_id, status, result, reported_at";
 
 impl Store {
+    /// The SQLite pool, if any (the counterpart of [`Store::pg_pool`]).
+    ///
+    /// Why here: a runtime embedding nomos-continue on SQLite that keeps its
+    /// own execution table supplies the `executions` relation this module
+    /// reads (as a view, see migration 021), and needs the pool to create
+    /// it; the fault tests use it to play such a runtime.
+    pub fn sqlite_pool(&self) -> Option<&sqlx::SqlitePool> {
+        match &self.db {
+            Db::Lite(pool) => Some(pool),
+            Db::Pg(_) => None,
+        }
+    }
+
     /// Records an execution's status as reported (`PUT /v1/executions/{id}`)
     /// and wakes the worker.
     ///
@@ -18,11 +64,20 @@ impl Store {
     /// its row (documented behaviour, not an error: the report may arrive
     /// before, after or without a link, and a later link finds it). `status`
     /// is stored raw (trimmed); it must not be empty. `finished = true`
-    /// (the caller's policy said "terminal") sets `finished_at = now` on the
-    /// first such report and keeps it on repeats; `finished = false` clears
-    /// it. On PostgreSQL a `pg_notify` on [`WAKE_CHANNEL`] is sent in the same
-    /// transaction, so a woken worker always sees the new row. On SQLite the
-    /// caller signals its in-process worker itself.
+    /// (the caller's policy said "terminal") sets `finished_at = now`.
+    ///
+    /// Terminal is final (promise P4): once the row has `finished_at`, a
+    /// later report, terminal or not, is **not applied** (status, result and
+    /// times stay as the first terminal report left them); it is kept in
+    /// `nomos_late_reports` (see [`Store::late_reports`]) and the outcome
+    /// says `applied: false`. Otherwise a late "running" would make a
+    /// finished execution unfinished again, never continued nor announced.
+    /// The check and the write are one conditional upsert inside one
+    /// transaction, so of two concurrent reports at most one finishes the
+    /// execution. On PostgreSQL an applied report sends a `pg_notify` on
+    /// [`WAKE_CHANNEL`] in the same transaction, so a woken worker always
+    /// sees the new row. On SQLite the caller signals its in-process worker
+    /// itself (only when the report was applied: nothing else changed).
     pub async fn upsert_execution_status(
         &self,
         id: Uuid,
@@ -30,7 +85,7 @@ impl Store {
         result: &str,
         now: OffsetDateTime,
         finished: bool,
-    ) -> Result<Execution> {
+    ) -> Result<ReportOutcome> {
         let status = status.trim();
         if status.is_empty() {
             return Err(StoreError::InvalidValue {
@@ -39,7 +94,7 @@ impl Store {
             });
         }
         let now = trunc(now);
-        match &self.db {
+        let outcome = match &self.db {
             Db::Pg(pool) => {
                 let mut tx = pool.begin().await?;
                 let sql = format!(
@@ -47,58 +102,143 @@ impl Store {
                      VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN $4 ELSE NULL END) \
                      ON CONFLICT (id) DO UPDATE SET \
                        status = EXCLUDED.status, result = EXCLUDED.result, \
-                       updated_at = EXCLUDED.updated_at, \
-                       finished_at = CASE WHEN $5 THEN COALESCE(x.finished_at, $4) ELSE NULL END \
-                     RETURNING {COLS}"
+                       updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at \
+                     WHERE x.finished_at IS NULL \
+                     RETURNING {PG_COLS}"
                 );
-                let row = sqlx::query(&sql)
+                let applied = sqlx::query(&sql)
                     .bind(id)
                     .bind(status)
                     .bind(result)
                     .bind(now)
                     .bind(finished)
-                    .fetch_one(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
-                sqlx::query("SELECT pg_notify($1, '')")
-                    .bind(WAKE_CHANNEL)
-                    .execute(&mut *tx)
-                    .await?;
+                let (row, applied) = match applied {
+                    Some(row) => {
+                        sqlx::query("SELECT pg_notify($1, '')")
+                            .bind(WAKE_CHANNEL)
+                            .execute(&mut *tx)
+                            .await?;
+                        (row, true)
+                    }
+                    // The conflicting row is locked by the upsert until the
+                    // commit, and a finished row never changes again.
+                    None => {
+                        sqlx::query(
+                            "INSERT INTO nomos_late_reports \
+                               (execution_id, status, result, reported_at) \
+                             VALUES ($1, $2, $3, $4)",
+                        )
+                        .bind(id)
+                        .bind(status)
+                        .bind(result)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                        let sql = format!("SELECT {PG_COLS} FROM executions WHERE id = $1");
+                        let row = sqlx::query(&sql).bind(id).fetch_one(&mut *tx).await?;
+                        (row, false)
+                    }
+                };
                 tx.commit().await?;
-                decode::execution(&row)
+                ReportOutcome {
+                    execution: decode::execution(&row)?,
+                    applied,
+                }
             }
             Db::Lite(pool) => {
+                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
                 let sql = format!(
                     "INSERT INTO executions AS x (id, status, result, updated_at, finished_at) \
                      VALUES (?1, ?2, ?3, ?4, CASE WHEN ?5 THEN ?4 ELSE NULL END) \
                      ON CONFLICT (id) DO UPDATE SET \
                        status = excluded.status, result = excluded.result, \
-                       updated_at = excluded.updated_at, \
-                       finished_at = CASE WHEN ?5 THEN COALESCE(x.finished_at, ?4) ELSE NULL END \
-                     RETURNING {COLS}"
+                       updated_at = excluded.updated_at, finished_at = excluded.finished_at \
+                     WHERE x.finished_at IS NULL \
+                     RETURNING {LITE_COLS}"
                 );
-                let row = sqlx::query(&sql)
+                let applied = sqlx::query(&sql)
                     .bind(id.to_string())
                     .bind(status)
                     .bind(result)
                     .bind(micros(now))
                     .bind(finished)
-                    .fetch_one(pool)
+                    .fetch_optional(&mut *tx)
                     .await?;
-                decode::execution(&row)
+                let (row, applied) = match applied {
+                    Some(row) => (row, true),
+                    None => {
+                        sqlx::query(
+                            "INSERT INTO nomos_late_reports \
+                               (execution_id, status, result, reported_at) \
+                             VALUES (?1, ?2, ?3, ?4)",
+                        )
+                        .bind(id.to_string())
+                        .bind(status)
+                        .bind(result)
+                        .bind(micros(now))
+                        .execute(&mut *tx)
+                        .await?;
+                        let sql = format!("SELECT {LITE_COLS} FROM executions WHERE id = ?1");
+                        let row = sqlx::query(&sql)
+                            .bind(id.to_string())
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        (row, false)
+                    }
+                };
+                tx.commit().await?;
+                ReportOutcome {
+                    execution: decode::execution(&row)?,
+                    applied,
+                }
+            }
+        };
+        Ok(outcome)
+    }
+
+    /// The reports of an execution that arrived after its first terminal one
+    /// and were recorded, not applied (see
+    /// [`Store::upsert_execution_status`]), in arrival order.
+    pub async fn late_reports(&self, id: Uuid) -> Result<Vec<LateReport>> {
+        match &self.db {
+            Db::Pg(pool) => {
+                let sql = format!(
+                    "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id = $1 ORDER BY id"
+                );
+                let rows = sqlx::query(&sql).bind(id).fetch_all(pool).await?;
+                rows.iter().map(decode::late_report).collect()
+            }
+            Db::Lite(pool) => {
+                let sql = format!(
+                    "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id = ?1 ORDER BY id"
+                );
+                let rows = sqlx::query(&sql)
+                    .bind(id.to_string())
+                    .fetch_all(pool)
+                    .await?;
+                rows.iter().map(decode::late_report).collect()
             }
         }
     }
 
-    /// One execution by id; `None` if it has never reported.
+    /// One execution by id; `None` if it has not reported (no row, or a row
+    /// with no status). A row that does not decode is an error here: the
+    /// read concerns that execution alone.
     pub async fn execution(&self, id: Uuid) -> Result<Option<Execution>> {
         match &self.db {
             Db::Pg(pool) => {
-                let sql = format!("SELECT {COLS} FROM executions WHERE id = $1");
+                let sql = format!(
+                    "SELECT {PG_COLS} FROM executions WHERE id = $1 AND status IS NOT NULL"
+                );
                 let row = sqlx::query(&sql).bind(id).fetch_optional(pool).await?;
                 row.as_ref().map(decode::execution).transpose()
             }
             Db::Lite(pool) => {
-                let sql = format!("SELECT {COLS} FROM executions WHERE id = ?1");
+                let sql = format!(
+                    "SELECT {LITE_COLS} FROM executions WHERE id = ?1 AND status IS NOT NULL"
+                );
                 let row = sqlx::query(&sql)
                     .bind(id.to_string())
                     .fetch_optional(pool)
@@ -109,33 +249,37 @@ impl Store {
     }
 
     /// The executions among `ids` that have reported, in the order of
-    /// `ids` (duplicates count once; unknown ids are left out). One query,
-    /// so the deliver step loads a folded continuation's executions in one
-    /// round trip rather than one per execution.
+    /// `ids` (duplicates count once; unknown ids, rows with no status and
+    /// rows that do not decode are left out, the last with a warning). One
+    /// query, so the deliver step loads a folded continuation's executions
+    /// in one round trip rather than one per execution.
     pub async fn executions(&self, ids: &[Uuid]) -> Result<Vec<Execution>> {
         let ids = dedup(ids);
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut out = match &self.db {
+        let mut out: Vec<Execution> = match &self.db {
             Db::Pg(pool) => {
-                let sql = format!("SELECT {COLS} FROM executions WHERE id = ANY($1)");
+                let sql = format!(
+                    "SELECT {PG_COLS} FROM executions WHERE id = ANY($1) AND status IS NOT NULL"
+                );
                 let rows = sqlx::query(&sql).bind(&ids).fetch_all(pool).await?;
                 rows.iter()
-                    .map(decode::execution)
-                    .collect::<Result<Vec<_>>>()?
+                    .filter_map(|r| decode::or_skip(r, "id", decode::execution))
+                    .collect()
             }
             Db::Lite(pool) => {
                 let sql = format!(
-                    "SELECT {COLS} FROM executions WHERE id IN (SELECT value FROM json_each(?1))"
+                    "SELECT {LITE_COLS} FROM executions \
+                     WHERE id IN (SELECT value FROM json_each(?1)) AND status IS NOT NULL"
                 );
                 let rows = sqlx::query(&sql)
                     .bind(json_ids(&ids))
                     .fetch_all(pool)
                     .await?;
                 rows.iter()
-                    .map(decode::execution)
-                    .collect::<Result<Vec<_>>>()?
+                    .filter_map(|r| decode::or_skip(r, "id", decode::execution))
+                    .collect()
             }
         };
         out.sort_by_key(|e| ids.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
