@@ -64,9 +64,14 @@ struct ServeArgs {
     /// Fallback poll interval in milliseconds (wake-ups make it rarely matter).
     #[arg(long, env = "NOMOS_CONTINUE_POLL_MS", default_value_t = 2000)]
     poll_ms: u64,
-    /// Delivery lease in seconds; longer than the agent call's timeout.
-    #[arg(long, env = "NOMOS_CONTINUE_LEASE_SECS", default_value_t = 60)]
+    /// Delivery lease in seconds, renewed every third of it while a call
+    /// runs: how long a dead replica's claims wait for another replica.
+    #[arg(long, env = "NOMOS_CONTINUE_LEASE_SECS", default_value_t = 6)]
     lease_secs: u64,
+    /// How long a delivery is retried after its first failed call before it
+    /// ends as failed (with a notice), in seconds.
+    #[arg(long, env = "NOMOS_CONTINUE_RETRY_BUDGET_SECS", default_value_t = 900)]
+    retry_budget_secs: u64,
     /// Policy file and database revision check interval in milliseconds.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY_POLL_MS", default_value_t = 2000)]
     policy_poll_ms: u64,
@@ -105,6 +110,14 @@ enum Cmd {
         db: DbArgs,
         /// A session id.
         session: Option<String>,
+    },
+    /// Send a delivery that ended failed (or a continuation dropped when its
+    /// window closed) again, with the same idempotency key.
+    Retry {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The delivery's id (from `status SESSION` or the notice).
+        delivery: String,
     },
     /// Work with continuation policies (WebAssembly components).
     #[command(subcommand)]
@@ -155,6 +168,7 @@ fn main() -> ExitCode {
         Cmd::Status { db, session } => {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
         }
+        Cmd::Retry { db, delivery } => commands::retry::run(&db.database_url, &delivery),
         Cmd::Policy(PolicyCmd::Check { wasm }) => commands::policy::check(&wasm),
         Cmd::Policy(PolicyCmd::Test { wasm, golden_dir }) => {
             commands::policy::test(&wasm, &golden_dir)
@@ -184,7 +198,8 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         config.worker.worker_id = id;
     }
     config.worker.poll_interval = Duration::from_millis(args.poll_ms);
-    config.worker.lease = Duration::from_secs(args.lease_secs);
+    config.worker.lease = Duration::from_secs(args.lease_secs.max(1));
+    config.worker.retry_budget = Duration::from_secs(args.retry_budget_secs);
     config.worker.hard_cap = args.hard_cap;
     config.limits.deadline = Duration::from_millis(args.policy_deadline_ms.max(1));
     config.limits.max_memory_bytes = args.policy_memory_mib.max(1) << 20;

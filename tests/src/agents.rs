@@ -2,18 +2,24 @@
 //! script, for worker tests that need no HTTP.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedRwLockWriteGuard, RwLock};
 
 use async_trait::async_trait;
 use nomos_continue::agent::{Agent, AgentError, Continuation, Notice};
 
 /// Records continuations and notices; answers `Ok` unless a scripted answer
-/// is queued.
+/// is queued. While a test holds its gate ([`RecordingAgent::hold`]) every
+/// call is recorded at once but answers only when the gate is dropped: a
+/// slow agent, without sleeping.
 #[derive(Default)]
 pub struct RecordingAgent {
     continuations: Mutex<Vec<Continuation>>,
     notices: Mutex<Vec<Notice>>,
     script: Mutex<VecDeque<Result<(), AgentError>>>,
+    accepted: Mutex<Vec<String>>,
+    gate: Arc<RwLock<()>>,
 }
 
 impl RecordingAgent {
@@ -33,12 +39,32 @@ impl RecordingAgent {
         self.notices.lock().expect("notices lock").clone()
     }
 
-    fn answer(&self) -> Result<(), AgentError> {
-        self.script
+    /// Makes every call wait (after it is recorded) until the guard drops.
+    pub async fn hold(&self) -> OwnedRwLockWriteGuard<()> {
+        self.gate.clone().write_owned().await
+    }
+
+    /// The idempotency keys the agent answered with success, in order: the
+    /// agent's own record, to judge "one acceptance per key" against.
+    pub fn accepted(&self) -> Vec<String> {
+        self.accepted.lock().expect("accepted lock").clone()
+    }
+
+    async fn answer(&self, key: &str) -> Result<(), AgentError> {
+        drop(self.gate.read().await);
+        let answer = self
+            .script
             .lock()
             .expect("script lock")
             .pop_front()
-            .unwrap_or(Ok(()))
+            .unwrap_or(Ok(()));
+        if answer.is_ok() {
+            self.accepted
+                .lock()
+                .expect("accepted lock")
+                .push(key.to_string());
+        }
+        answer
     }
 }
 
@@ -49,7 +75,7 @@ impl Agent for RecordingAgent {
             .lock()
             .expect("continuations lock")
             .push(continuation.clone());
-        self.answer()
+        self.answer(&continuation.idempotency_key).await
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
@@ -57,6 +83,6 @@ impl Agent for RecordingAgent {
             .lock()
             .expect("notices lock")
             .push(notice.clone());
-        self.answer()
+        self.answer(&notice.idempotency_key).await
     }
 }

@@ -75,10 +75,15 @@ pub enum Reply {
         content_type: Option<String>,
         /// The body.
         body: Vec<u8>,
+        /// Further headers, such as `Retry-After`.
+        headers: Vec<(String, String)>,
     },
     /// Never answer (until the server is dropped): for time-out tests,
     /// without any sleep in the test.
     Hang,
+    /// Answer 200 after this long: a slow agent for benchmarks (the fake
+    /// agent's behaviour, never a test's timing).
+    SlowOk(std::time::Duration),
 }
 
 impl Reply {
@@ -88,6 +93,7 @@ impl Reply {
             status,
             content_type: None,
             body: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -97,6 +103,7 @@ impl Reply {
             status,
             content_type: Some("application/json".to_string()),
             body: body.to_string().into_bytes(),
+            headers: Vec::new(),
         }
     }
 
@@ -106,6 +113,28 @@ impl Reply {
             status,
             content_type: Some("text/plain; charset=utf-8".to_string()),
             body: body.into().into_bytes(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// The same reply with one more header.
+    pub fn with_header(self, name: &str, value: &str) -> Self {
+        match self {
+            Reply::Respond {
+                status,
+                content_type,
+                body,
+                mut headers,
+            } => {
+                headers.push((name.to_string(), value.to_string()));
+                Reply::Respond {
+                    status,
+                    content_type,
+                    body,
+                    headers,
+                }
+            }
+            other => other,
         }
     }
 
@@ -273,6 +302,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             status,
             content_type,
             body,
+            headers,
         } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = Response::new(Body::from(body));
@@ -280,12 +310,24 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             if let Some(value) = content_type.and_then(|c| c.parse().ok()) {
                 response.headers_mut().insert(header::CONTENT_TYPE, value);
             }
+            for (name, value) in headers {
+                if let (Ok(name), Ok(value)) = (
+                    header::HeaderName::try_from(name.as_str()),
+                    header::HeaderValue::try_from(value.as_str()),
+                ) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
             response
         }
         Reply::Hang => {
             let mut release = shared.release.clone();
             let _ = release.wait_for(|released| *released).await;
             StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Reply::SlowOk(delay) => {
+            tokio::time::sleep(delay).await;
+            StatusCode::OK.into_response()
         }
     }
 }

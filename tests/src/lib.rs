@@ -3,7 +3,9 @@ pub mod agents;
 pub mod api;
 pub mod db;
 pub mod http;
+pub mod policies;
 pub mod replica;
+pub mod sim;
 
 /// Generates, for each listed test body (an `async fn(Store)`), one test
 /// on a fresh SQLite file (`sqlite::name`) and one on a fresh PostgreSQL

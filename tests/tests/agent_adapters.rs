@@ -57,10 +57,15 @@ async fn webhook(script: Script) -> (RecordingServer, WebhookAgent) {
     (server, agent)
 }
 
+/// A failure the worker retries: an error answer (`Retryable`) or a
+/// shortage (`Unavailable`); `webhook_shortages_are_told_from_errors`
+/// pins which is which.
 fn retryable(result: Result<(), AgentError>) -> String {
     match result {
-        Err(AgentError::Retryable(text)) => text,
-        other => panic!("expected Retryable, got {other:?}"),
+        Err(e @ (AgentError::Retryable(_) | AgentError::Unavailable { .. })) => {
+            e.message().to_string()
+        }
+        other => panic!("expected a retryable failure, got {other:?}"),
     }
 }
 
@@ -175,6 +180,50 @@ async fn webhook_408_429_and_5xx_are_retryable() {
         let text = retryable(agent.continue_session(&continuation("k")).await);
         assert!(text.contains(code), "{text}");
     }
+}
+
+/// Item 6 of the delivery issue: a 409 ("same key still in progress") is
+/// retried, not permanent; 408/409/429/502/503/504 and transport failures
+/// are shortages (they do not count as attempts the policy sees); a 500 is
+/// an error answer; `Retry-After` (seconds or an HTTP date) is passed on.
+#[tokio::test]
+async fn webhook_shortages_are_told_from_errors() {
+    let script = Script::queue(
+        [
+            Reply::status(409),
+            Reply::status(429).with_header("retry-after", "7"),
+            Reply::status(503).with_header("retry-after", "Fri, 31 Dec 1999 23:59:59 GMT"),
+            Reply::status(500),
+        ],
+        Reply::status(200),
+    );
+    let (_server, agent) = webhook(script).await;
+    let conflict = agent.continue_session(&continuation("k")).await;
+    assert!(
+        matches!(&conflict, Err(AgentError::Unavailable { retry_after: None, message }) if message.contains("409")),
+        "{conflict:?}"
+    );
+    let throttled = agent.continue_session(&continuation("k")).await;
+    assert_eq!(
+        throttled.as_ref().err().and_then(AgentError::retry_after),
+        Some(Duration::from_secs(7)),
+        "{throttled:?}"
+    );
+    let past = agent.continue_session(&continuation("k")).await;
+    assert_eq!(
+        past.as_ref().err().and_then(AgentError::retry_after),
+        Some(Duration::ZERO),
+        "a date in the past means now: {past:?}"
+    );
+    let error = agent.continue_session(&continuation("k")).await;
+    assert!(
+        matches!(&error, Err(AgentError::Retryable(m)) if m.contains("500")),
+        "{error:?}"
+    );
+    assert!(!error.as_ref().err().is_some_and(AgentError::is_shortage));
+    assert!(conflict
+        .err()
+        .is_some_and(|e| e.is_shortage() && e.is_retryable()));
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! its own; a batch completion marks only the rows the caller's lease holds.
 
 use nomos_continue::store::{
-    ContinuationPlan, DeliveryState, PlanOutcome, Route, Settlement, Store,
+    Claim, ContinuationPlan, DeliveryState, PlanOutcome, Route, Settlement, Store,
 };
 use time::macros::datetime;
 use time::Duration;
@@ -107,9 +107,14 @@ async fn batch_completion_is_a_compare_and_set(store: Store) {
         .claim_deliveries("them", now, Duration::seconds(60), 1)
         .await
         .expect("claim");
-    let both = [mine[0].id, theirs[0].id];
+    // My claim, and their row under my token: only the first is mine.
+    let forged = Claim {
+        id: theirs[0].id,
+        token: mine[0].claim_token.expect("token"),
+    };
+    let both = [mine[0].claim().expect("claimed"), forged];
     let done = store
-        .complete_deliveries(&both, "me", now)
+        .complete_deliveries(&both, now)
         .await
         .expect("complete");
     assert_eq!(done, vec![mine[0].id], "only the rows my lease holds");
@@ -129,7 +134,7 @@ async fn batch_completion_is_a_compare_and_set(store: Store) {
     assert_eq!(summary.links[0].outcome, Some(Settlement::Continued));
     assert!(
         store
-            .complete_deliveries(&both, "me", now)
+            .complete_deliveries(&both, now)
             .await
             .expect("again")
             .is_empty(),

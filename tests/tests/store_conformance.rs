@@ -11,12 +11,16 @@
 mod deliveries;
 #[path = "store_conformance/executions.rs"]
 mod executions;
+#[path = "store_conformance/faults.rs"]
+mod faults;
 #[path = "store_conformance/links.rs"]
 mod links;
 #[path = "store_conformance/misc.rs"]
 mod misc;
 #[path = "store_conformance/plan.rs"]
 mod plan;
+#[path = "store_conformance/workers.rs"]
+mod workers;
 
 use nomos_continue::store::{ContinuationPlan, Delivery, PlanOutcome, Route, Store};
 use time::macros::datetime;
@@ -36,6 +40,10 @@ nomos_continue_tests::on_both_stores! {
     misc::status_for_unknown_execution_creates_it => status_for_unknown_execution_creates_it,
     misc::status_upsert_wakes_listeners => status_upsert_wakes_listeners,
     executions::executions_batch_read_keeps_order => executions_batch_read_keeps_order,
+    faults::a_report_after_a_terminal_one_is_not_applied => a_report_after_a_terminal_one_is_not_applied,
+    faults::concurrent_terminal_reports_apply_once => concurrent_terminal_reports_apply_once,
+    faults::null_columns_of_a_runtime_relation_stall_nobody => null_columns_of_a_runtime_relation_stall_nobody,
+    faults::an_undecodable_row_is_skipped_and_paging_goes_on => an_undecodable_row_is_skipped_and_paging_goes_on,
     links::link_is_idempotent => link_is_idempotent,
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,

@@ -4,6 +4,13 @@
 
 use std::sync::{Arc, OnceLock};
 
+#[path = "worker/promises.rs"]
+mod promises;
+#[path = "worker/races.rs"]
+mod races;
+#[path = "worker/wake.rs"]
+mod wake;
+
 use nomos_continue::agent::AgentError;
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::metrics::Metrics;
@@ -32,7 +39,30 @@ struct Rig {
     session: Uuid,
 }
 
+/// The session's one continuation (the ledger also holds its notices).
+fn continuation_of(
+    summary: &nomos_continue::store::SessionSummary,
+) -> &nomos_continue::store::Delivery {
+    summary
+        .deliveries
+        .iter()
+        .find(|d| d.kind == nomos_continue::store::DeliveryKind::Continuation)
+        .expect("a continuation")
+}
+
 impl Rig {
+    /// Another worker on the rig's store, agent and clock.
+    fn worker(&self, config: WorkerConfig) -> Worker {
+        Worker::new(
+            self.store.clone(),
+            policy(),
+            self.agent.clone(),
+            self.clock.clone(),
+            config,
+            Arc::new(Metrics::default()),
+        )
+    }
+
     fn new(store: Store) -> Self {
         let clock = Arc::new(ManualClock::new(datetime!(2026-11-30 04:00:00 UTC)));
         let agent = Arc::new(RecordingAgent::default());
@@ -76,9 +106,16 @@ impl Rig {
             .expect("link");
     }
 
+    /// Reports a status as the API does: finished only when the policy
+    /// classifies it as terminal (a "running" that finished the execution
+    /// would make the later terminal report a late one: terminal is final).
     async fn report(&self, id: Uuid, status: &str, result: &str) {
+        let finished = matches!(
+            policy().classify(status).value,
+            Ok(nomos_policy_default::types::StatusClass::Terminal(_))
+        );
         self.store
-            .upsert_execution_status(id, status, result, self.clock.now(), true)
+            .upsert_execution_status(id, status, result, self.clock.now(), finished)
             .await
             .expect("status");
     }
@@ -312,9 +349,10 @@ async fn a_permanent_failure_ends_in_a_visible_failed_state(store: Store) {
         .session_summary(rig.session)
         .await
         .expect("summary");
-    assert_eq!(summary.deliveries[0].state, DeliveryState::Failed);
+    let continuation = continuation_of(&summary);
+    assert_eq!(continuation.state, DeliveryState::Failed);
     assert_eq!(summary.links[0].outcome, Some(Settlement::Failed));
-    assert!(summary.deliveries[0]
+    assert!(continuation
         .last_error
         .as_deref()
         .unwrap_or("")
@@ -353,11 +391,13 @@ async fn an_expired_lease_is_redelivered_with_the_same_key(store: Store) {
     let calls = rig.agent.continuations();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].idempotency_key, taken[0].idempotency_key);
+    let stale = taken[0].claim().expect("claimed");
     assert!(
-        !rig.store
-            .complete_delivery(taken[0].id, "dead-worker", rig.clock.now())
+        rig.store
+            .complete_deliveries(&[stale], rig.clock.now())
             .await
-            .expect("cas"),
+            .expect("cas")
+            .is_empty(),
         "the dead worker's late completion changes nothing"
     );
 }
@@ -398,8 +438,9 @@ async fn a_delivery_that_keeps_killing_its_worker_ends_failed(store: Store) {
         .session_summary(rig.session)
         .await
         .expect("summary");
-    assert_eq!(summary.deliveries[0].state, DeliveryState::Failed);
-    assert!(summary.deliveries[0]
+    let continuation = continuation_of(&summary);
+    assert_eq!(continuation.state, DeliveryState::Failed);
+    assert!(continuation
         .last_error
         .as_deref()
         .unwrap_or("")

@@ -101,7 +101,7 @@ pub enum HistoryError {
 impl From<HistoryError> for AgentError {
     fn from(err: HistoryError) -> Self {
         match err {
-            HistoryError::Unavailable(_) => AgentError::Retryable(err.to_string()),
+            HistoryError::Unavailable(_) => AgentError::unavailable(err.to_string()),
             HistoryError::Invalid(_) => AgentError::Permanent(err.to_string()),
         }
     }

@@ -2,9 +2,11 @@
 //! failures as retryable or permanent, and reading bodies with a bound.
 //!
 //! One place decides what "retry" means so that the webhook and `chatWith`
-//! adapters can never disagree about it: 2xx is delivered; 408, 429 and 5xx,
-//! time-outs and connection failures are worth trying again; any other status
-//! is a permanent failure.
+//! adapters can never disagree about it: 2xx is delivered; time-outs,
+//! connection failures, 408, 409 (an idempotency-key server's "same key
+//! still in progress"), 429, 502, 503 and 504 mean the agent is unavailable
+//! for now (honouring `Retry-After`); other 5xx are worth trying again; any
+//! other status is a permanent failure.
 
 use std::time::Duration;
 
@@ -84,15 +86,47 @@ pub(crate) fn transport_error(url: &Url, err: &reqwest::Error) -> AgentError {
     } else {
         "failed"
     };
-    AgentError::Retryable(format!("POST {url} {what}: {err}"))
+    AgentError::unavailable(format!("POST {url} {what}: {err}"))
 }
 
-/// Whether a non-2xx status is worth retrying: a request time-out, rate
-/// limiting, or a server-side failure.
+/// Whether a non-2xx status is worth retrying: a request time-out, a key
+/// still in progress, rate limiting, or a server-side failure.
 pub(crate) fn status_is_retryable(status: StatusCode) -> bool {
-    status == StatusCode::REQUEST_TIMEOUT
-        || status == StatusCode::TOO_MANY_REQUESTS
-        || status.is_server_error()
+    status_is_shortage(status) || status.is_server_error()
+}
+
+/// Whether a status says "not now" rather than "this failed": the agent is
+/// busy, throttling, restarting or behind an unavailable gateway.
+pub(crate) fn status_is_shortage(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::REQUEST_TIMEOUT
+            | StatusCode::CONFLICT
+            | StatusCode::TOO_MANY_REQUESTS
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT
+    )
+}
+
+/// The longest `Retry-After` honoured; a runtime asking for more is called
+/// again after this (the wall-time budget still bounds the whole).
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// Parses `Retry-After`: delay-seconds or an HTTP date, relative to `now`.
+pub(crate) fn retry_after(
+    value: Option<&HeaderValue>,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    let text = value?.to_str().ok()?.trim();
+    let delay = match text.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => httpdate::parse_http_date(text)
+            .ok()?
+            .duration_since(now)
+            .unwrap_or(Duration::ZERO),
+    };
+    Some(delay.min(MAX_RETRY_AFTER))
 }
 
 /// Passes a 2xx response through; turns any other status into an
@@ -102,6 +136,10 @@ pub(crate) async fn check_status(url: &Url, response: Response) -> Result<Respon
     if status.is_success() {
         return Ok(response);
     }
+    let after = retry_after(
+        response.headers().get(reqwest::header::RETRY_AFTER),
+        std::time::SystemTime::now(),
+    );
     // The body is only evidence here; failing to read it must not hide the
     // status, which is what the classification rests on.
     let (body, truncated) = read_bounded(response, SNIPPET_LIMIT)
@@ -109,7 +147,12 @@ pub(crate) async fn check_status(url: &Url, response: Response) -> Result<Respon
         .unwrap_or_default();
     let text = snippet(&body, truncated);
     let message = format!("POST {url} answered HTTP {status}: {text}");
-    if status_is_retryable(status) {
+    if status_is_shortage(status) {
+        Err(AgentError::Unavailable {
+            message,
+            retry_after: after,
+        })
+    } else if status_is_retryable(status) {
         Err(AgentError::Retryable(message))
     } else {
         Err(AgentError::Permanent(message))
@@ -176,12 +219,38 @@ mod tests {
     }
 
     #[test]
+    fn retry_after_reads_seconds_and_dates_and_is_bounded() {
+        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let header = |v: &str| HeaderValue::from_str(v).expect("header");
+        assert_eq!(
+            retry_after(Some(&header("7")), now),
+            Some(Duration::from_secs(7))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(90));
+        assert_eq!(
+            retry_after(Some(&header(&later)), now),
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(
+            retry_after(Some(&header("99999")), now),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(retry_after(Some(&header("soon")), now), None);
+        assert_eq!(retry_after(None, now), None);
+    }
+
+    #[test]
     fn retryable_statuses() {
-        for code in [408u16, 429, 500, 502, 503, 504] {
+        for code in [408u16, 409, 429, 500, 502, 503, 504] {
             let status = StatusCode::from_u16(code).expect("valid status");
             assert!(status_is_retryable(status), "{code}");
         }
-        for code in [400u16, 401, 403, 404, 409, 413, 422, 301] {
+        for code in [408u16, 409, 429, 502, 503, 504] {
+            let status = StatusCode::from_u16(code).expect("valid status");
+            assert!(status_is_shortage(status), "{code}");
+        }
+        assert!(!status_is_shortage(StatusCode::INTERNAL_SERVER_ERROR));
+        for code in [400u16, 401, 403, 404, 413, 422, 301] {
             let status = StatusCode::from_u16(code).expect("valid status");
             assert!(!status_is_retryable(status), "{code}");
         }

@@ -55,12 +55,63 @@ pub struct Notice {
 /// Why a delivery failed, and whether trying again can help.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AgentError {
-    /// A time-out, a refused connection, a 5xx: retried with backoff.
+    /// The agent could not take the call now: no answer (a time-out, a
+    /// refused or reset connection) or "come back later" (408, 409 for the
+    /// same key still in progress, 429, 502, 503, 504). Retried within the
+    /// wall-time budget, not before `retry_after` when the runtime named
+    /// one, and not counted as an attempt the policy sees: a runtime that is
+    /// down for minutes only delays delivery.
+    #[error("unavailable: {message}")]
+    Unavailable {
+        /// What happened, for the ledger and the logs.
+        message: String,
+        /// The runtime's `Retry-After`, if it sent one.
+        retry_after: Option<std::time::Duration>,
+    },
+    /// The agent answered with an error that may pass (a 500): retried with
+    /// backoff, and counted as an attempt.
     #[error("retryable: {0}")]
     Retryable(String),
     /// A 4xx or a malformed request: retrying cannot help.
     #[error("permanent: {0}")]
     Permanent(String),
+}
+
+impl AgentError {
+    /// An [`AgentError::Unavailable`] with no `Retry-After`.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::Unavailable {
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The message without the class.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Unavailable { message, .. }
+            | Self::Retryable(message)
+            | Self::Permanent(message) => message,
+        }
+    }
+
+    /// True unless retrying cannot help.
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, Self::Permanent(_))
+    }
+
+    /// True for a shortage on the agent's side rather than an answer.
+    pub fn is_shortage(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
+
+    /// The earliest the runtime asked to be called again.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
 }
 
 /// What the host needs from the agent runtime.

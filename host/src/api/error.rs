@@ -22,6 +22,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// The request is well formed but conflicts with the current state
+    /// (for example a retry of a delivery that has not ended).
+    #[error("{0}")]
+    Conflict(String),
     #[error("request body too large: {0}")]
     TooLarge(String),
     /// A policy upload that failed its checks; each reason is listed.
@@ -73,6 +77,7 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::PolicyRejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => {

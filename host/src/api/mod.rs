@@ -8,7 +8,8 @@
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) |
 //! | `GET /v1/sessions/{id}` | window, links, ledger |
-//! | `GET /v1/policy`, `PUT /v1/policy` | active revision; validate and swap |
+//! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key |
+//! | `GET /v1/policy`, `PUT /v1/policy` | active revision; validate, swap, and make it the database's active revision (see [`crate::deploy`]) |
 //! | `GET /healthz`, `GET /metrics` | liveness; Prometheus text |
 //!
 //! Every route but `/healthz` needs the bearer token when one is set.
@@ -16,6 +17,7 @@
 //! `error.rs`); `docs/openapi.json` describes the routes, bodies and errors,
 //! and `tests/tests/openapi.rs` checks it against this router.
 
+mod deliveries;
 mod error;
 mod routes;
 
@@ -69,6 +71,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/executions/{execution_id}",
             put(routes::record_execution),
+        )
+        .route(
+            "/v1/deliveries/{delivery_id}/retry",
+            post(deliveries::retry),
         )
         .route(
             "/v1/policy",

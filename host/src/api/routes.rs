@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use super::error::{parse_id, parse_json, storable, ApiError};
 use super::AppState;
-use crate::store::{Role, Route, MAX_WINDOW};
+use crate::deploy::{DeployError, PolicyDeployment};
+use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
 
 /// Runs a blocking policy call off the async threads.
 async fn blocking<T: Send + 'static>(
@@ -30,7 +31,9 @@ pub(super) struct ToolResult {
     text: String,
 }
 
-/// Links every execution the tool result names to the session.
+/// Links every execution the tool result names to the session, and wakes
+/// the worker when something was newly linked: the execution may have
+/// reported already, and then the link is what makes it ready.
 pub(super) async fn link_tool_result(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
@@ -51,6 +54,9 @@ pub(super) async fn link_tool_result(
         .store
         .link(session_id, &ids, state.clock.now())
         .await?;
+    if !outcome.linked.is_empty() {
+        state.wake.notify_one();
+    }
     Ok(Json(json!({
         "linked": outcome.linked,
         "already_linked": outcome.already_linked,
@@ -122,7 +128,12 @@ pub(super) async fn decide_approval(
 #[serde(deny_unknown_fields)]
 pub(super) struct ExecutionState {
     status: String,
-    #[serde(default)]
+    /// `null` (an execution with no output yet) is the empty result, as in
+    /// the policy's decision input.
+    #[serde(
+        default,
+        deserialize_with = "nomos_policy_default::types::null_as_empty"
+    )]
     result: String,
 }
 
@@ -146,14 +157,26 @@ pub(super) async fn record_execution(
         class,
         Ok(nomos_policy_default::types::StatusClass::Terminal(_))
     );
-    let execution = state
+    let ReportOutcome { execution, applied } = state
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
         .await?;
-    state.wake.notify_one();
-    Ok(Json(
-        json!({ "execution": execution, "terminal": finished }),
-    ))
+    // "terminal" is the stored state, which a late report does not change.
+    let mut answer = json!({
+        "execution": execution,
+        "terminal": execution.finished_at.is_some(),
+        "applied": applied,
+    });
+    if applied {
+        state.wake.notify_one();
+    } else {
+        answer["note"] = json!(format!(
+            "terminal is final: execution {execution_id} already reported '{}'; \
+             this report was recorded, not applied",
+            execution.status
+        ));
+    }
+    Ok(Json(answer))
 }
 
 #[derive(Deserialize)]
@@ -217,8 +240,9 @@ pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Va
     })))
 }
 
-/// Validates an uploaded component and swaps it in; records it in the
-/// database so every replica converges on it.
+/// Deploys an uploaded component: vetted and swapped in here, then saved
+/// and made active in the database, so every replica converges on it (the
+/// same path a changed `--policy` file takes; see [`crate::deploy`]).
 pub(super) async fn upload_policy(
     State(state): State<AppState>,
     body: Result<Bytes, BytesRejection>,
@@ -229,31 +253,15 @@ pub(super) async fn upload_policy(
             "the body must be the policy component's bytes".into(),
         ));
     }
-    let policy = state.policy.clone();
-    let wasm = bytes.to_vec();
-    // One compile: `activate` vets the candidate before swapping, and the
-    // description is read from the revision now active.
-    let checked = blocking(move || {
-        let revision = policy.activate(&wasm)?;
-        let described = policy.describe();
-        let info = match described.value {
-            Ok(info) if described.revision == revision => info,
-            _ => nomos_policy_default::types::PolicyInfo {
-                name: "unknown".into(),
-                version: "unknown".into(),
-                contract: String::new(),
-            },
-        };
-        Ok::<_, crate::policy::PolicyError>(((revision, info), wasm))
-    })
-    .await?;
-    let ((revision, info), wasm) = checked.map_err(|e| ApiError::PolicyRejected(e.reasons()))?;
-    let now = state.clock.now();
-    state
-        .store
-        .save_policy_revision(&revision.0, &wasm, &info.name, &info.version, now)
-        .await?;
-    state.store.activate_policy(&revision.0, now).await?;
+    let deployment = PolicyDeployment::new(state.policy, state.store, state.clock);
+    let (revision, info) = deployment
+        .upload(bytes.to_vec())
+        .await
+        .map_err(|e| match e {
+            DeployError::Rejected(e) => ApiError::PolicyRejected(e.reasons()),
+            DeployError::Store(e) => e.into(),
+            DeployError::Task(why) => ApiError::PolicyUnavailable(why),
+        })?;
     Ok(Json(json!({ "revision": revision.0, "policy": info })))
 }
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod log_agent;
 pub mod migrate;
 pub mod policy;
+pub mod retry;
 pub mod serve;
 pub mod status;
 

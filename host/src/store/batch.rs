@@ -1,14 +1,14 @@
 //! Set-at-a-time versions of the worker's two commits, so one pass costs a
 //! couple of transactions (and WAL flushes) instead of one or two per
 //! session: planning many sessions in one transaction with a savepoint per
-//! session, and marking many deliveries delivered in one statement.
+//! session.
 
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::plan::{is_unique_violation, plan_lite, plan_pg};
 use super::types::{ContinuationPlan, PlanOutcome};
-use super::{dedup, micros, trunc, Db, Result, Store, StoreError, SQLITE_BEGIN};
+use super::{dedup, trunc, Db, Result, Store, StoreError, SQLITE_BEGIN};
 
 /// Runs each plan in `order` inside its own savepoint of `tx`, with the
 /// backend's plan function; the same code for both backends, whose
@@ -88,75 +88,6 @@ impl Store {
             .into_iter()
             .map(|o| o.unwrap_or(PlanOutcome::WindowClosed))
             .collect())
-    }
-
-    /// [`Store::complete_delivery`] for many deliveries of one worker, in one
-    /// transaction (one statement on PostgreSQL). Returns the ids it marked
-    /// delivered; an id missing from the answer lost its lease (or was not
-    /// pending) and changed nothing.
-    pub async fn complete_deliveries(
-        &self,
-        ids: &[Uuid],
-        worker_id: &str,
-        now: OffsetDateTime,
-    ) -> Result<Vec<Uuid>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => Ok(sqlx::query_scalar(
-                "WITH done AS ( \
-                     UPDATE nomos_deliveries \
-                     SET state = 'delivered', delivered_at = $3, updated_at = $3, \
-                         lease_owner = NULL, lease_expires_at = NULL \
-                     WHERE id = ANY($1) AND lease_owner = $2 AND state = 'pending' \
-                     RETURNING id, kind), \
-                 settled AS ( \
-                     UPDATE nomos_plan_executions \
-                     SET continued_at = $3, outcome = 'continued' \
-                     WHERE delivery_id IN (SELECT id FROM done WHERE kind = 'continuation') \
-                       AND continued_at IS NULL) \
-                 SELECT id FROM done",
-            )
-            .bind(ids)
-            .bind(worker_id)
-            .bind(now)
-            .fetch_all(pool)
-            .await?),
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let mut done = Vec::with_capacity(ids.len());
-                for id in ids {
-                    let kind: Option<String> = sqlx::query_scalar(
-                        "UPDATE nomos_deliveries \
-                         SET state = 'delivered', delivered_at = ?3, updated_at = ?3, \
-                             lease_owner = NULL, lease_expires_at = NULL \
-                         WHERE id = ?1 AND lease_owner = ?2 AND state = 'pending' \
-                         RETURNING kind",
-                    )
-                    .bind(id.to_string())
-                    .bind(worker_id)
-                    .bind(micros(now))
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    let Some(kind) = kind else { continue };
-                    if kind == "continuation" {
-                        sqlx::query(
-                            "UPDATE nomos_plan_executions SET continued_at = ?2, outcome = 'continued' \
-                             WHERE delivery_id = ?1 AND continued_at IS NULL",
-                        )
-                        .bind(id.to_string())
-                        .bind(micros(now))
-                        .execute(&mut *tx)
-                        .await?;
-                    }
-                    done.push(*id);
-                }
-                tx.commit().await?;
-                Ok(done)
-            }
-        }
     }
 }
 

@@ -13,11 +13,13 @@ use super::{dedup, json_ids, micros, trunc, Db, Result, Store, SQLITE_BEGIN};
 pub(crate) const LINK_COLS: &str = "l.execution_id, l.session_id, l.created_at, l.continued_at, \
      l.delivery_id, l.outcome, l.reason, e.status AS execution_status";
 
-/// Pending-links query columns (alias `l` / `e`).
+/// Pending-links query columns (alias `l` / `e`), with the fallbacks for a
+/// runtime's own `executions` relation (see [`Store::pending_links_ready`]).
 macro_rules! ready_cols {
     () => {
         "l.execution_id, l.session_id, l.created_at, \
-         e.status, e.result, e.updated_at, e.finished_at"
+         e.status, COALESCE(e.result, '') AS result, \
+         COALESCE(e.updated_at, e.finished_at, l.created_at) AS updated_at, e.finished_at"
     };
 }
 const READY_COLS: &str = ready_cols!();
@@ -29,7 +31,7 @@ pub(crate) const PENDING_LINKS_PG: &str = concat!(
     ready_cols!(),
     " FROM nomos_plan_executions l \
      JOIN executions e ON e.id = l.execution_id \
-     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL AND e.status IS NOT NULL \
      ORDER BY l.created_at, l.execution_id LIMIT $1"
 );
 
@@ -42,6 +44,12 @@ impl Store {
     /// moves). Duplicate ids in the input count once. One transaction, so a
     /// failure links none of them. `now` becomes the link's `created_at`,
     /// the order in which the worker looks at links.
+    ///
+    /// A new link can make work ready at once (the runtime may report an
+    /// execution's status before its tool result is linked), so on
+    /// PostgreSQL a `pg_notify` on [`WAKE_CHANNEL`](super::WAKE_CHANNEL) is
+    /// sent in the same transaction when anything was newly linked. On
+    /// SQLite the caller signals its in-process worker itself.
     pub async fn link(
         &self,
         session_id: Uuid,
@@ -75,6 +83,12 @@ impl Store {
                     .fetch_one(&mut *tx)
                     .await?;
                     classify(&mut out, id, session_id, owner);
+                }
+                if !out.linked.is_empty() {
+                    sqlx::query("SELECT pg_notify($1, '')")
+                        .bind(super::WAKE_CHANNEL)
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 tx.commit().await?;
             }
@@ -115,8 +129,8 @@ impl Store {
     }
 
     /// The worker's poll: links neither settled nor planned whose execution
-    /// has a row in `executions`, joined with that row, in link order
-    /// `(created_at, execution_id)`, at most `limit`.
+    /// has reported (a row in `executions` with a status), joined with that
+    /// row, in link order `(created_at, execution_id)`, at most `limit`.
     ///
     /// Served by the partial index `idx_nomos_plan_exec_ready` (migration
     /// 018: same predicate, read in order, index-only), so its cost depends
@@ -125,54 +139,77 @@ impl Store {
     /// `after` to read the next page; links still running otherwise fill
     /// every page. Links whose execution has not reported yet are not
     /// returned (there is nothing to decide).
+    ///
+    /// The `executions` row may come from a runtime's own relation (see
+    /// `executions.rs`): a NULL result reads as `""`, a NULL `updated_at` as
+    /// `finished_at` or else the link's time, and a row that still does not
+    /// decode is skipped with a warning. Skipping never shortens a page:
+    /// the read goes on after the skipped rows until `limit` rows decoded or
+    /// the links ran out, so a short page still means "no more" and the
+    /// worker neither stops paging early nor reads the same rows again.
     pub async fn pending_links_ready(
         &self,
         after: Option<PendingCursor>,
         limit: i64,
     ) -> Result<Vec<ReadyLink>> {
-        match (&self.db, after) {
-            (Db::Pg(pool), None) => {
-                let rows = sqlx::query(PENDING_LINKS_PG)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::ready_link).collect()
-            }
-            (Db::Pg(pool), Some(c)) => {
-                let sql = format!(
-                    "SELECT {READY_COLS} FROM nomos_plan_executions l \
-                     JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
-                       AND l.created_at >= $1 AND (l.created_at, l.execution_id) > ($1, $2) \
-                     ORDER BY l.created_at, l.execution_id LIMIT $3"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(c.linked_at)
-                    .bind(c.execution_id)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::ready_link).collect()
-            }
-            (Db::Lite(pool), after) => {
-                let (at, id) = match after {
-                    Some(c) => (micros(c.linked_at), c.execution_id.to_string()),
-                    None => (i64::MIN, String::new()),
-                };
-                let sql = format!(
-                    "SELECT {READY_COLS} FROM nomos_plan_executions l \
-                     JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
-                       AND l.created_at >= ?1 AND (l.created_at, l.execution_id) > (?1, ?2) \
-                     ORDER BY l.created_at, l.execution_id LIMIT ?3"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(at)
-                    .bind(id)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::ready_link).collect()
+        let mut out = Vec::new();
+        let mut cursor = after;
+        loop {
+            let want = limit - out.len() as i64;
+            let (fetched, last) = match (&self.db, cursor) {
+                (Db::Pg(pool), None) => {
+                    let rows = sqlx::query(PENDING_LINKS_PG)
+                        .bind(want)
+                        .fetch_all(pool)
+                        .await?;
+                    (rows.len(), decode::ready_page(&rows, &mut out)?)
+                }
+                (Db::Pg(pool), Some(c)) => {
+                    let sql = format!(
+                        "SELECT {READY_COLS} FROM nomos_plan_executions l \
+                         JOIN executions e ON e.id = l.execution_id \
+                         WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+                           AND e.status IS NOT NULL \
+                           AND l.created_at >= $1 AND (l.created_at, l.execution_id) > ($1, $2) \
+                         ORDER BY l.created_at, l.execution_id LIMIT $3"
+                    );
+                    let rows = sqlx::query(&sql)
+                        .bind(c.linked_at)
+                        .bind(c.execution_id)
+                        .bind(want)
+                        .fetch_all(pool)
+                        .await?;
+                    (rows.len(), decode::ready_page(&rows, &mut out)?)
+                }
+                (Db::Lite(pool), after) => {
+                    let (at, id) = match after {
+                        Some(c) => (micros(c.linked_at), c.execution_id.to_string()),
+                        None => (i64::MIN, String::new()),
+                    };
+                    let sql = format!(
+                        "SELECT {READY_COLS} FROM nomos_plan_executions l \
+                         JOIN executions e ON e.id = l.execution_id \
+                         WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
+                           AND e.status IS NOT NULL \
+                           AND l.created_at >= ?1 AND (l.created_at, l.execution_id) > (?1, ?2) \
+                         ORDER BY l.created_at, l.execution_id LIMIT ?3"
+                    );
+                    let rows = sqlx::query(&sql)
+                        .bind(at)
+                        .bind(id)
+                        .bind(want)
+                        .fetch_all(pool)
+                        .await?;
+                    (rows.len(), decode::ready_page(&rows, &mut out)?)
+                }
+            };
+            // A short read is the end; otherwise read on only if rows were
+            // skipped. Each round starts after the last row fetched, so the
+            // loop ends.
+            let short = (fetched as i64) < want;
+            match last {
+                Some(c) if !short && (out.len() as i64) < limit => cursor = Some(c),
+                _ => return Ok(out),
             }
         }
     }
@@ -259,25 +296,53 @@ impl Store {
         notice: Option<Notice<'_>>,
         now: OffsetDateTime,
     ) -> Result<DropOutcome> {
+        self.drop_links_seen(session_id, execution_ids, reason, notice, now, None)
+            .await
+    }
+
+    /// [`Store::drop_links`], but only while the session's window row is as
+    /// the caller saw it when deciding (`window_seen`: its `updated_at`, or
+    /// `None` for no row): an approval that lands after the decision
+    /// changes the row, and the links are left for the next decision rather
+    /// than dropped on a stale "window closed". Nothing is written when the
+    /// window changed; `guard: None` drops unconditionally.
+    pub async fn drop_links_seen(
+        &self,
+        session_id: Uuid,
+        execution_ids: &[Uuid],
+        reason: &str,
+        notice: Option<Notice<'_>>,
+        now: OffsetDateTime,
+        guard: Option<Option<OffsetDateTime>>,
+    ) -> Result<DropOutcome> {
         let now = trunc(now);
         let ids = dedup(execution_ids);
         let mut out = DropOutcome::default();
         match &self.db {
             Db::Pg(pool) => {
                 let mut tx = pool.begin().await?;
-                out.dropped = sqlx::query_scalar(
+                let sql = format!(
                     "UPDATE nomos_plan_executions \
                      SET continued_at = $1, outcome = 'dropped', reason = $2 \
                      WHERE session_id = $3 AND execution_id = ANY($4) \
-                       AND continued_at IS NULL AND delivery_id IS NULL \
+                       AND continued_at IS NULL AND delivery_id IS NULL {} \
                      RETURNING execution_id",
-                )
-                .bind(now)
-                .bind(reason)
-                .bind(session_id)
-                .bind(&ids)
-                .fetch_all(&mut *tx)
-                .await?;
+                    if guard.is_some() {
+                        "AND (SELECT updated_at FROM nomos_assent_windows WHERE session_id = $3) \
+                         IS NOT DISTINCT FROM $5"
+                    } else {
+                        ""
+                    }
+                );
+                let mut query = sqlx::query_scalar(&sql)
+                    .bind(now)
+                    .bind(reason)
+                    .bind(session_id)
+                    .bind(&ids);
+                if let Some(seen) = guard {
+                    query = query.bind(seen.map(trunc));
+                }
+                out.dropped = query.fetch_all(&mut *tx).await?;
                 order_like(&mut out.dropped, &ids);
                 if let (Some(n), false) = (notice, out.dropped.is_empty()) {
                     out.notice = sqlx::query_scalar(
@@ -302,20 +367,28 @@ impl Store {
             }
             Db::Lite(pool) => {
                 let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let dropped: Vec<String> = sqlx::query_scalar(
+                let sql = format!(
                     "UPDATE nomos_plan_executions \
                      SET continued_at = ?1, outcome = 'dropped', reason = ?2 \
                      WHERE session_id = ?3 \
                        AND execution_id IN (SELECT value FROM json_each(?4)) \
-                       AND continued_at IS NULL AND delivery_id IS NULL \
+                       AND continued_at IS NULL AND delivery_id IS NULL {} \
                      RETURNING execution_id",
-                )
-                .bind(micros(now))
-                .bind(reason)
-                .bind(session_id.to_string())
-                .bind(json_ids(&ids))
-                .fetch_all(&mut *tx)
-                .await?;
+                    if guard.is_some() {
+                        "AND (SELECT updated_at FROM nomos_assent_windows WHERE session_id = ?3) IS ?5"
+                    } else {
+                        ""
+                    }
+                );
+                let mut query = sqlx::query_scalar(&sql)
+                    .bind(micros(now))
+                    .bind(reason)
+                    .bind(session_id.to_string())
+                    .bind(json_ids(&ids));
+                if let Some(seen) = guard {
+                    query = query.bind(seen.map(|t| micros(trunc(t))));
+                }
+                let dropped: Vec<String> = query.fetch_all(&mut *tx).await?;
                 out.dropped = ids
                     .iter()
                     .copied()

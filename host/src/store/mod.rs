@@ -33,6 +33,13 @@ pub mod bench;
 mod chat_history;
 pub use chat_history::SessionNotice;
 mod batch;
+mod claims;
+mod ledger;
+pub use claims::FailedCall;
+mod notices;
+pub use notices::NoticeAbout;
+mod settle;
+pub use settle::RetryOutcome;
 mod decode;
 mod deliveries;
 mod executions;
@@ -46,6 +53,7 @@ mod summary;
 mod turns;
 mod types;
 mod windows;
+mod workers;
 
 use std::str::FromStr;
 
@@ -229,6 +237,16 @@ impl Store {
         }
     }
 
+    /// Runs one statement of raw SQL that returns no rows, on either
+    /// backend: for operators' scripts and for tests that inject faults
+    /// (a trigger that fails a write) the way a real database can fail.
+    pub async fn execute_raw(&self, sql: &str) -> Result<u64> {
+        Ok(match &self.db {
+            Db::Pg(pool) => sqlx::raw_sql(sql).execute(pool).await?.rows_affected(),
+            Db::Lite(pool) => sqlx::raw_sql(sql).execute(pool).await?.rows_affected(),
+        })
+    }
+
     /// The embedded migrator for a backend, for tools that want to inspect
     /// or run migrations themselves.
     pub fn migrator(backend: Backend) -> &'static Migrator {
@@ -297,6 +315,18 @@ impl Store {
                 .await?
             }
         })
+    }
+
+    /// The database's clock (`clock_timestamp()` on PostgreSQL), the one
+    /// clock every replica times windows by (see `clock::OffsetClock`).
+    /// SQLite is a file on this machine: its clock is this machine's.
+    pub async fn database_now(&self) -> Result<OffsetDateTime> {
+        match &self.db {
+            Db::Pg(pool) => Ok(sqlx::query_scalar("SELECT clock_timestamp()")
+                .fetch_one(pool)
+                .await?),
+            Db::Lite(_) => Ok(OffsetDateTime::now_utc()),
+        }
     }
 
     /// Wakes every worker listening on [`WAKE_CHANNEL`] (PostgreSQL). A no-op

@@ -3,6 +3,7 @@
 //! They are plain data (with `Serialize`, times as RFC 3339) so the API can
 //! return them as JSON without a second set of types.
 
+pub use super::ledger::*;
 use std::fmt;
 use std::str::FromStr;
 
@@ -99,6 +100,10 @@ text_enum!(
         Delivered => "delivered",
         /// Gave up after the retry budget; final and visible.
         Failed => "failed",
+        /// A continuation whose assent window closed before it could be
+        /// sent (deny or expiry while it waited or between retries); never
+        /// sent, final, and announced by one notice.
+        Dropped => "dropped",
     }
 );
 
@@ -275,140 +280,6 @@ pub struct SessionSnapshot {
     pub still_running: Vec<Uuid>,
 }
 
-/// One row of the ledger (`nomos_deliveries`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Delivery {
-    /// Row id.
-    pub id: Uuid,
-    /// The session re-invoked or notified.
-    pub session_id: Uuid,
-    /// Continuation or notice.
-    pub kind: DeliveryKind,
-    /// Sent with every attempt so the runtime can de-duplicate redeliveries.
-    pub idempotency_key: String,
-    /// The executions this row is about.
-    pub execution_ids: Vec<Uuid>,
-    /// The note (continuation) or message (notice).
-    pub note: String,
-    /// The policy revision (hash) that decided.
-    pub policy_revision: String,
-    /// Pending, delivered or failed.
-    pub state: DeliveryState,
-    /// Failed attempts so far.
-    pub attempts: i32,
-    /// Not claimable before this.
-    #[serde(with = "time::serde::rfc3339")]
-    pub next_attempt_at: OffsetDateTime,
-    /// The worker holding the lease, if any.
-    pub lease_owner: Option<String>,
-    /// When that lease lapses and the row becomes claimable again.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub lease_expires_at: Option<OffsetDateTime>,
-    /// The last attempt's error.
-    pub last_error: Option<String>,
-    /// When planned.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    /// When delivered.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub delivered_at: Option<OffsetDateTime>,
-    /// Last change.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
-    /// Times claimed, including this claim: a worker that dies mid-call
-    /// records no attempt, so this is what bounds redeliveries of a delivery
-    /// that keeps crashing its worker.
-    pub claims: i32,
-}
-
-/// The arguments of [`super::Store::plan_continuation`].
-#[derive(Clone, Copy, Debug)]
-pub struct ContinuationPlan<'a> {
-    /// The session to re-invoke.
-    pub session_id: Uuid,
-    /// Its finished executions folded into this one note (not empty).
-    pub execution_ids: &'a [Uuid],
-    /// The note the policy formatted.
-    pub note: &'a str,
-    /// The active policy revision (hash).
-    pub policy_revision: &'a str,
-    /// Unique per continuation; a repeat returns [`PlanOutcome::AlreadyPlanned`].
-    pub idempotency_key: &'a str,
-    /// The host's hard cap on continuations per window, whatever the policy says.
-    pub hard_cap: i32,
-}
-
-/// The result of [`super::Store::plan_continuation`]. Every variant but
-/// `Planned` means nothing was written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PlanOutcome {
-    /// The pending continuation was written, its links point at it, and the
-    /// window's count went up by one.
-    Planned(Delivery),
-    /// A delivery with this idempotency key already exists (a retried plan).
-    AlreadyPlanned(Delivery),
-    /// The session has never been approved.
-    NoWindow,
-    /// The window is closed or expired at `now`.
-    WindowClosed,
-    /// The window already holds `continuations >= hard_cap`.
-    CapReached {
-        /// The count found.
-        continuations: i32,
-    },
-    /// Another continuation of this session is still pending.
-    SessionBusy {
-        /// That delivery.
-        in_flight: Uuid,
-    },
-    /// These links are not (or no longer) available: unknown, of another
-    /// session, already planned or already settled.
-    LinkTaken {
-        /// The ids that could not be taken.
-        unavailable: Vec<Uuid>,
-    },
-}
-
-/// A notice to record with [`super::Store::drop_links`].
-#[derive(Clone, Copy, Debug)]
-pub struct Notice<'a> {
-    /// Unique; a repeat is not recorded twice.
-    pub idempotency_key: &'a str,
-    /// What the operator or agent is told.
-    pub message: &'a str,
-    /// The policy revision that decided to drop.
-    pub policy_revision: &'a str,
-}
-
-/// The result of [`super::Store::drop_links`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DropOutcome {
-    /// Links settled as dropped by this call.
-    pub dropped: Vec<Uuid>,
-    /// The notice row written by this call, if any.
-    pub notice: Option<Uuid>,
-}
-
-/// The result of [`super::Store::fail_delivery_attempt`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AttemptOutcome {
-    /// Recorded; the row is claimable again at `next_attempt_at`.
-    Retry {
-        /// Failed attempts so far.
-        attempts: i32,
-        /// When it may be claimed again.
-        next_attempt_at: OffsetDateTime,
-    },
-    /// The budget is spent: the row is `failed` and, for a continuation, its
-    /// links are settled with outcome `failed`.
-    GaveUp {
-        /// Failed attempts in total.
-        attempts: i32,
-    },
-    /// The caller no longer holds the lease; nothing changed.
-    LeaseLost,
-}
-
 /// A row of `executions`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Execution {
@@ -494,4 +365,42 @@ impl SessionSummary {
     pub fn is_empty(&self) -> bool {
         self.window.is_none() && self.links.is_empty() && self.deliveries.is_empty()
     }
+}
+
+/// What [`super::Store::upsert_execution_status`] did with a report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReportOutcome {
+    /// The execution as stored after the report.
+    pub execution: Execution,
+    /// False when the execution had already finished: terminal is final, so
+    /// the report was kept in the late reports and changed nothing.
+    pub applied: bool,
+}
+
+/// A report that arrived after its execution's first terminal one: kept
+/// for the record, never applied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LateReport {
+    /// The execution.
+    pub execution_id: Uuid,
+    /// The status reported (trimmed).
+    pub status: String,
+    /// The result reported.
+    pub result: String,
+    /// When it was reported.
+    #[serde(with = "time::serde::rfc3339")]
+    pub reported_at: OffsetDateTime,
+}
+
+/// What [`Store::register_worker`](super::Store::register_worker) found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Registration {
+    /// The worker id is this instance's: newly registered, registered by it
+    /// already, or taken over from a holder whose heartbeat went stale.
+    Registered,
+    /// A live process holds the worker id; when it last beat.
+    Duplicate {
+        /// The holder's last heartbeat.
+        heartbeat_at: OffsetDateTime,
+    },
 }

@@ -22,12 +22,16 @@
 //! Waking: PostgreSQL `LISTEN`/`NOTIFY`, or an in-process signal, plus a
 //! jittered poll; correctness never depends on a wake-up arriving.
 
+mod continuation;
+mod decide;
 mod deliver;
+mod notices;
 mod plan;
 mod rescuer;
 mod wake;
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::Rng;
@@ -38,7 +42,7 @@ use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
-use crate::store::{Store, StoreError};
+use crate::store::{Claim, Store, StoreError};
 
 pub use deliver::DeliverReport;
 pub use plan::PlanReport;
@@ -60,15 +64,22 @@ pub enum WorkerError {
 pub struct WorkerConfig {
     /// Unique per process, so a lease names its holder.
     pub worker_id: String,
-    /// How long a claimed delivery stays ours before another worker may
-    /// take it over; longer than the agent call's timeout.
+    /// How long a claimed delivery stays ours without a renewal before
+    /// another worker may take it over. Renewed every [`Self::renew_every`]
+    /// while its call runs, so it bounds how long a dead worker's claims
+    /// wait, not how long a call may take.
     pub lease: Duration,
+    /// How often the leases of calls in flight are renewed; `None` is a
+    /// third of the lease, so two renewals may fail before one lapses.
+    pub renew_every: Option<Duration>,
     /// The fallback poll when no wake-up arrives; jittered by ±20 %.
     pub poll_interval: Duration,
     /// Links read per plan page, and deliveries claimed per pass.
     pub batch: i64,
-    /// Delivery attempts before a continuation ends as `failed`.
-    pub max_attempts: i32,
+    /// How long a delivery keeps being retried after its first failed call
+    /// before it ends as `failed` (wall time, so an agent runtime that is
+    /// down for minutes only delays delivery).
+    pub retry_budget: Duration,
     /// Earlier claims that recorded no result (their worker died mid-call)
     /// after which a delivery ends as `failed` instead of being tried again:
     /// a delivery that crashes every worker must not loop forever.
@@ -90,17 +101,27 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             worker_id: default_worker_id(),
-            lease: Duration::from_secs(60),
+            lease: Duration::from_secs(6),
+            renew_every: None,
             poll_interval: Duration::from_secs(2),
             batch: 500,
-            max_attempts: 5,
+            retry_budget: Duration::from_secs(15 * 60),
             max_lost_claims: 5,
             backoff_base: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(300),
+            backoff_max: Duration::from_secs(60),
             hard_cap: 50,
             max_result_bytes: 256 << 10,
             delivery_concurrency: 32,
         }
+    }
+}
+
+impl WorkerConfig {
+    /// The lease renewal period in effect.
+    pub fn renew_interval(&self) -> Duration {
+        self.renew_every
+            .unwrap_or(self.lease / 3)
+            .max(Duration::from_millis(1))
     }
 }
 
@@ -128,6 +149,12 @@ pub struct Worker {
     pub(crate) config: WorkerConfig,
     pub(crate) metrics: Arc<Metrics>,
     wake: Arc<Notify>,
+    /// Claims whose call the agent accepted but whose record failed (the
+    /// database was unreachable): recorded first on the next pass, and
+    /// their leases renewed meanwhile, so they are never called again.
+    unrecorded: Arc<Mutex<Vec<Claim>>>,
+    /// Claims whose call is running now, whose leases are renewed.
+    in_flight: Arc<Mutex<HashSet<Claim>>>,
 }
 
 impl Worker {
@@ -147,6 +174,8 @@ impl Worker {
             config,
             metrics,
             wake: Arc::new(Notify::new()),
+            unrecorded: Arc::new(Mutex::new(Vec::new())),
+            in_flight: Arc::new(Mutex::new(HashSet::new())),
         }
     }
 
@@ -162,8 +191,12 @@ impl Worker {
 
     /// One pass: plan, then deliver. Tests call this directly.
     pub async fn run_once(&self) -> Result<TickReport, WorkerError> {
+        self.pass(&CancellationToken::new()).await
+    }
+
+    async fn pass(&self, stop: &CancellationToken) -> Result<TickReport, WorkerError> {
         let plan = self.plan_once().await?;
-        let deliver = self.deliver_once().await?;
+        let deliver = self.deliver_pass(stop).await?;
         Ok(TickReport { plan, deliver })
     }
 
@@ -176,9 +209,13 @@ impl Worker {
             if shutdown.is_cancelled() {
                 return;
             }
-            let busy = match self.run_once().await {
+            let busy = match self.pass(&shutdown).await {
                 Ok(report) => {
-                    report.plan.planned + report.plan.dropped + report.deliver.attempted > 0
+                    report.plan.planned
+                        + report.plan.dropped
+                        + report.deliver.attempted
+                        + report.deliver.dropped_unsent
+                        > 0
                 }
                 Err(e) => {
                     tracing::error!(worker = %self.config.worker_id, "worker pass failed: {e}");
@@ -224,7 +261,7 @@ mod tests {
         let config = WorkerConfig::default();
         assert_eq!(backoff(&config, 1), Duration::from_secs(1));
         assert_eq!(backoff(&config, 3), Duration::from_secs(4));
-        assert_eq!(backoff(&config, 30), Duration::from_secs(300));
+        assert_eq!(backoff(&config, 30), Duration::from_secs(60));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The plan step: decisions for finished executions, folded per session
 //! into one pending continuation, or settled as dropped with one notice.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use futures_util::stream::{self, StreamExt};
 use nomos_policy_default::types as t;
@@ -9,9 +9,11 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::decide::{Class, Verdict};
 use super::{Worker, WorkerError};
-use crate::policy::Evaluated;
-use crate::store::{ContinuationPlan, Notice, PlanOutcome, ReadyLink, SessionSnapshot, StoreError};
+use crate::store::{
+    ContinuationPlan, Notice, NoticeAbout, PlanOutcome, ReadyLink, SessionSnapshot, StoreError,
+};
 
 /// Pages of ready links read per pass; the rest wait for the next pass.
 const MAX_PAGES: usize = 20;
@@ -19,9 +21,6 @@ const MAX_PAGES: usize = 20;
 /// The most sessions the plan step reads or settles at once (the PostgreSQL
 /// pool has 16 connections).
 const MAX_PLAN_CONCURRENCY: usize = 8;
-
-/// Decisions per sandbox call.
-const DECIDE_CHUNK: usize = 256;
 
 /// Sessions planned per store transaction.
 const PLAN_GROUP: usize = 64;
@@ -42,8 +41,10 @@ pub struct PlanReport {
     pub dropped: usize,
     /// Sessions skipped because a continuation of theirs is in flight.
     pub busy: usize,
-    /// Batches the policy failed on (their links were dropped with a notice).
+    /// Executions the policy failed on alone (dropped with a notice).
     pub policy_failures: usize,
+    /// Executions left for a later pass because no policy sandbox was free.
+    pub deferred: usize,
 }
 
 /// A session's finished links and what the policy said about each.
@@ -53,6 +54,9 @@ struct SessionDecisions {
     revision: String,
     continues: Vec<(Uuid, String)>,
     drops: BTreeMap<String, Vec<Uuid>>,
+    /// The window row's `updated_at` when the snapshot was read (`None`: no
+    /// row): drops are written only while it is unchanged.
+    window_seen: Option<OffsetDateTime>,
 }
 
 impl Worker {
@@ -68,15 +72,20 @@ impl Worker {
         if ready.is_empty() {
             return Ok(report);
         }
-        let terminal = self.classify_statuses(&ready).await?;
-        let is_terminal = |status: &str| terminal.get(status).copied().unwrap_or(false);
+        let statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
+        let classes = self.classify_statuses(statuses).await?;
+        let is_terminal = |status: &str| matches!(classes.get(status), Some(Class::Terminal));
 
         let mut by_session: BTreeMap<Uuid, Vec<&ReadyLink>> = BTreeMap::new();
         for link in &ready {
-            if is_terminal(&link.status) {
-                by_session.entry(link.session_id).or_default().push(link);
-            } else {
-                report.waiting += 1;
+            match classes.get(&link.status).unwrap_or(&Class::Deferred) {
+                Class::Terminal => by_session.entry(link.session_id).or_default().push(link),
+                Class::Running => report.waiting += 1,
+                Class::Deferred => report.deferred += 1,
+                Class::Unclassifiable(error) => {
+                    report.waiting += 1;
+                    self.tell_unclassifiable(link, error, now).await?;
+                }
             }
         }
         // One snapshot per session, read concurrently (in order): on
@@ -94,8 +103,11 @@ impl Worker {
             .await;
         let mut inputs = Vec::new();
         let mut owners = Vec::new();
+        let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
         for ((session_id, links), snapshot) in by_session.iter().zip(snapshots) {
             let snapshot = snapshot?;
+            sessions.entry(*session_id).or_default().window_seen =
+                snapshot.window.as_ref().map(|w| w.updated_at);
             for link in links {
                 inputs.push(self.decision_input(link, &snapshot, now));
                 owners.push((*session_id, link.execution_id));
@@ -103,56 +115,36 @@ impl Worker {
         }
         self.metrics.decision("wait", report.waiting as u64);
 
-        // Chunked, so one sandbox call stays well inside its deadline and
-        // input cap however many executions finished at once.
-        let policy = self.policy.clone();
-        let batch = inputs.clone();
-        let evaluated: Vec<Evaluated<Vec<t::Decision>>> = tokio::task::spawn_blocking(move || {
-            batch
-                .chunks(DECIDE_CHUNK)
-                .map(|chunk| policy.decide_batch(chunk))
-                .collect()
-        })
-        .await
-        .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
-        let mut decisions: Vec<(t::Decision, String)> = Vec::with_capacity(inputs.len());
-        for (chunk, evaluated) in inputs.chunks(DECIDE_CHUNK).zip(evaluated) {
-            let revision = evaluated.revision.0;
-            match evaluated.value {
-                Ok(answers) => decisions.extend(answers.into_iter().map(|d| (d, revision.clone()))),
-                Err(failure) => {
-                    report.policy_failures += 1;
-                    self.metrics.decision("policy_error", chunk.len() as u64);
-                    let reason = format!("policy failed, so no automatic continuation: {failure}");
-                    decisions.extend(chunk.iter().map(|_| {
-                        (
-                            t::Decision::Drop {
-                                reason: reason.clone(),
-                            },
-                            revision.clone(),
-                        )
-                    }));
-                }
-            }
-        }
-
-        let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
-        for ((session_id, execution_id), (decision, revision)) in owners.into_iter().zip(decisions)
-        {
+        let verdicts = self.decide_all(inputs).await?;
+        for ((session_id, execution_id), verdict) in owners.into_iter().zip(verdicts) {
             let entry = sessions.entry(session_id).or_default();
-            entry.revision = revision;
-            match decision {
-                t::Decision::Wait => {
-                    report.waiting += 1;
-                    self.metrics.decision("wait", 1);
+            match verdict {
+                Verdict::Decided(decision, revision) => {
+                    entry.revision = revision;
+                    match decision {
+                        t::Decision::Wait => {
+                            report.waiting += 1;
+                            self.metrics.decision("wait", 1);
+                        }
+                        t::Decision::Continue { note } => {
+                            self.metrics.decision("continue", 1);
+                            entry.continues.push((execution_id, note));
+                        }
+                        t::Decision::Drop { reason } => {
+                            self.metrics.decision("drop", 1);
+                            entry.drops.entry(reason).or_default().push(execution_id);
+                        }
+                    }
                 }
-                t::Decision::Continue { note } => {
-                    self.metrics.decision("continue", 1);
-                    entry.continues.push((execution_id, note));
-                }
-                t::Decision::Drop { reason } => {
-                    self.metrics.decision("drop", 1);
+                Verdict::Failed(reason, revision) => {
+                    entry.revision = revision;
+                    report.policy_failures += 1;
+                    self.metrics.decision("policy_error", 1);
                     entry.drops.entry(reason).or_default().push(execution_id);
+                }
+                Verdict::Deferred => {
+                    report.deferred += 1;
+                    self.metrics.decision("deferred", 1);
                 }
             }
         }
@@ -207,33 +199,32 @@ impl Worker {
         Ok(ready)
     }
 
-    /// Asks the policy once per distinct status string. A status the policy
-    /// fails to classify counts as not terminal: waiting is the safe side.
-    async fn classify_statuses(
+    /// Tells the operator, once per execution and status, that the policy
+    /// could not classify a status: the execution waits for a status it can
+    /// classify rather than silently.
+    async fn tell_unclassifiable(
         &self,
-        ready: &[ReadyLink],
-    ) -> Result<HashMap<String, bool>, WorkerError> {
-        let mut statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
-        statuses.sort();
-        statuses.dedup();
-        let policy = self.policy.clone();
-        tokio::task::spawn_blocking(move || {
-            statuses
-                .into_iter()
-                .map(|status| {
-                    let terminal = matches!(
-                        policy.classify(&status).value,
-                        Ok(t::StatusClass::Terminal(_))
-                    );
-                    (status, terminal)
-                })
-                .collect()
-        })
-        .await
-        .map_err(|e| WorkerError::PolicyTask(e.to_string()))
+        link: &ReadyLink,
+        error: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), WorkerError> {
+        let ids = [link.execution_id];
+        let key = idempotency_key("u", link.session_id, &ids, &link.status);
+        let message = format!(
+            "nomos-continue cannot tell whether execution {} has finished: the policy failed on its status {:?} ({error}); it is not continued until a status the policy can classify is reported",
+            link.execution_id, link.status
+        );
+        let revision = self.policy.active_revision().0;
+        let about = NoticeAbout {
+            session_id: link.session_id,
+            execution_ids: &ids,
+            policy_revision: &revision,
+        };
+        self.store.record_notice(about, &key, &message, now).await?;
+        Ok(())
     }
 
-    fn decision_input(
+    pub(super) fn decision_input(
         &self,
         link: &ReadyLink,
         snapshot: &SessionSnapshot,
@@ -383,7 +374,7 @@ impl Worker {
         let mut dropped = 0;
         for (reason, ids) in decided.drops {
             let key = idempotency_key("n", session_id, &ids, &reason);
-            let message = notice_message(&ids, &reason);
+            let message = super::notices::not_continued(&ids, &reason);
             let notice = Notice {
                 idempotency_key: &key,
                 message: &message,
@@ -391,7 +382,14 @@ impl Worker {
             };
             let outcome = self
                 .store
-                .drop_links(session_id, &ids, &reason, Some(notice), now)
+                .drop_links_seen(
+                    session_id,
+                    &ids,
+                    &reason,
+                    Some(notice),
+                    now,
+                    Some(decided.window_seen),
+                )
                 .await?;
             dropped += outcome.dropped.len();
         }
@@ -411,20 +409,6 @@ fn idempotency_key(prefix: &str, session_id: Uuid, ids: &[Uuid], reason: &str) -
     }
     hash.update(reason.as_bytes());
     format!("{prefix}-{}", &hex::encode(hash.finalize())[..32])
-}
-
-fn notice_message(ids: &[Uuid], reason: &str) -> String {
-    let list = ids
-        .iter()
-        .map(Uuid::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    let noun = if ids.len() == 1 {
-        "execution"
-    } else {
-        "executions"
-    };
-    format!("nomos-continue did not re-invoke the agent for {noun} {list}: {reason}")
 }
 
 /// Keeps the head and tail of `text` within `limit` bytes.

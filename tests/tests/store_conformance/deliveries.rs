@@ -2,13 +2,31 @@
 
 use std::collections::HashSet;
 
-use nomos_continue::store::{AttemptOutcome, DeliveryState, LinkState, Notice, Store};
+use nomos_continue::store::{
+    AttemptOutcome, Claim, DeliveryState, FailedCall, LinkState, Notice, Store,
+};
 use time::Duration;
 use uuid::Uuid;
 
 use super::{at, planned, ready_session};
 
 const LEASE: Duration = Duration::seconds(30);
+
+/// Records an accepted call under `claim`; true if it was recorded.
+async fn complete(store: &Store, claim: Claim, now: time::OffsetDateTime) -> bool {
+    store.complete_deliveries(&[claim], now).await.unwrap() == vec![claim.id]
+}
+
+/// A failed call that retries at `next`, or gives up.
+fn failed_call(error: &str, next: time::OffsetDateTime, give_up: bool) -> FailedCall<'_> {
+    FailedCall {
+        error,
+        next_attempt_at: next,
+        shortage: false,
+        give_up,
+        notice: None,
+    }
+}
 
 pub async fn claim_lease_expiry_reclaim(store: Store) {
     let (session, e) = ready_session(&store, 1).await;
@@ -30,10 +48,12 @@ pub async fn claim_lease_expiry_reclaim(store: Store) {
         (
             got[0].id,
             got[0].lease_owner.as_deref(),
-            got[0].lease_expires_at
+            got[0].lease_expires_at,
+            got[0].claimed_at
         ),
-        (d.id, Some("w1"), Some(at(35)))
+        (d.id, Some("w1"), Some(at(35)), Some(at(5)))
     );
+    let w1 = got[0].claim().expect("claimed");
     assert!(
         store
             .claim_deliveries("w2", at(34), LEASE, 10)
@@ -48,19 +68,18 @@ pub async fn claim_lease_expiry_reclaim(store: Store) {
         .await
         .unwrap();
     assert_eq!((got.len(), got[0].lease_owner.as_deref()), (1, Some("w2")));
+    let w2 = got[0].claim().expect("claimed");
+    assert_ne!(w1.token, w2.token, "every claim has its own token");
     assert_eq!(
         got[0].idempotency_key, d.idempotency_key,
         "redelivered with the same key"
     );
-    assert!(
-        !store.complete_delivery(d.id, "w1", at(36)).await.unwrap(),
-        "w1 lost its lease"
-    );
+    assert!(!complete(&store, w1, at(36)).await, "w1 lost its lease");
     assert_eq!(
         store.delivery(d.id).await.unwrap().unwrap().state,
         DeliveryState::Pending
     );
-    assert!(store.complete_delivery(d.id, "w2", at(37)).await.unwrap());
+    assert!(complete(&store, w2, at(37)).await);
     let done = store.delivery(d.id).await.unwrap().unwrap();
     assert_eq!(
         (done.state, done.delivered_at, done.lease_owner),
@@ -76,30 +95,36 @@ pub async fn claim_lease_expiry_reclaim(store: Store) {
         .await
         .unwrap()
         .is_empty());
-    assert!(
-        !store.complete_delivery(d.id, "w2", at(101)).await.unwrap(),
-        "only once"
-    );
+    assert!(!complete(&store, w2, at(101)).await, "only once");
 }
 
 pub async fn lost_lease_changes_nothing(store: Store) {
     let (session, e) = ready_session(&store, 1).await;
     let d = planned(&store, session, &e, at(5)).await;
-    store
+    let w1 = store
         .claim_deliveries("w1", at(5), LEASE, 10)
         .await
-        .unwrap();
+        .unwrap()[0]
+        .claim()
+        .expect("claimed");
     let before = store.delivery(d.id).await.unwrap();
-    assert!(!store
-        .complete_delivery(d.id, "intruder", at(6))
-        .await
-        .unwrap());
+    // Another claim's token, even under the same worker id, changes nothing.
+    let intruder = Claim {
+        id: d.id,
+        token: Uuid::new_v4(),
+    };
+    assert!(!complete(&store, intruder, at(6)).await);
     let out = store
-        .fail_delivery_attempt(d.id, "intruder", "boom", at(6), at(7), 1)
+        .fail_delivery_attempt(intruder, &failed_call("boom", at(7), false), at(6))
         .await
         .unwrap();
     assert_eq!(out, AttemptOutcome::LeaseLost);
-    assert!(!store.release_lease(d.id, "intruder", at(6)).await.unwrap());
+    assert!(store
+        .renew_leases(&[intruder], at(6), LEASE)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(!store.release_lease(intruder, at(6)).await.unwrap());
     assert_eq!(
         store.delivery(d.id).await.unwrap(),
         before,
@@ -109,8 +134,26 @@ pub async fn lost_lease_changes_nothing(store: Store) {
         store.session_summary(session).await.unwrap().links[0].state(),
         LinkState::Planned
     );
+    // Renewal by the holder moves the expiry, nothing else.
+    assert_eq!(
+        store.renew_leases(&[w1], at(20), LEASE).await.unwrap(),
+        vec![d.id]
+    );
+    let renewed = store.delivery(d.id).await.unwrap().unwrap();
+    assert_eq!(
+        (renewed.lease_expires_at, renewed.claimed_at, renewed.claims),
+        (Some(at(50)), Some(at(5)), 1)
+    );
+    assert!(
+        store
+            .claim_deliveries("w2", at(40), LEASE, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the renewed lease holds past the original expiry"
+    );
     // Graceful release: claimable at once by another worker.
-    assert!(store.release_lease(d.id, "w1", at(6)).await.unwrap());
+    assert!(store.release_lease(w1, at(6)).await.unwrap());
     let got = store
         .claim_deliveries("w2", at(6), LEASE, 10)
         .await
@@ -125,9 +168,14 @@ pub async fn failed_attempts_give_up_and_settle(store: Store) {
     for attempt in 1..=3 {
         let got = store.claim_deliveries("w", now, LEASE, 10).await.unwrap();
         assert_eq!(got.len(), 1, "attempt {attempt} claimable");
+        let claim = got[0].claim().expect("claimed");
         let next = now + Duration::seconds(10);
         let out = store
-            .fail_delivery_attempt(d.id, "w", "503 from agent", now, next, 3)
+            .fail_delivery_attempt(
+                claim,
+                &failed_call("503 from agent", next, attempt == 3),
+                now,
+            )
             .await
             .unwrap();
         if attempt < 3 {
@@ -153,8 +201,18 @@ pub async fn failed_attempts_give_up_and_settle(store: Store) {
     }
     let row = store.delivery(d.id).await.unwrap().unwrap();
     assert_eq!(
-        (row.state, row.attempts, row.last_error.as_deref()),
-        (DeliveryState::Failed, 3, Some("503 from agent"))
+        (
+            row.state,
+            row.attempts,
+            row.last_error.as_deref(),
+            row.first_failed_at
+        ),
+        (
+            DeliveryState::Failed,
+            3,
+            Some("503 from agent"),
+            Some(at(5))
+        )
     );
     assert!(
         store
@@ -176,14 +234,15 @@ pub async fn failed_attempts_give_up_and_settle(store: Store) {
     );
     // The session is no longer busy.
     planned(&store, session, &e[1..], at(40)).await;
-    // max_attempts = 0 gives up at once (a permanent error).
-    store
+    // A permanent error gives up at once.
+    let claim = store
         .claim_deliveries("w", at(40), LEASE, 10)
         .await
-        .unwrap();
-    let pending = store.deliveries_for_session(session).await.unwrap()[0].id;
+        .unwrap()[0]
+        .claim()
+        .expect("claimed");
     let out = store
-        .fail_delivery_attempt(pending, "w", "400", at(41), at(42), 0)
+        .fail_delivery_attempt(claim, &failed_call("400", at(42), true), at(41))
         .await
         .unwrap();
     assert_eq!(out, AttemptOutcome::GaveUp { attempts: 1 });

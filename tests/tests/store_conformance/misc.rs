@@ -10,15 +10,17 @@ use uuid::Uuid;
 
 use super::{at, planned, ready_session, t0};
 
-const NOMOS_TABLES: [&str; 8] = [
+const NOMOS_TABLES: [&str; 10] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
     "nomos_deliveries",
+    "nomos_late_reports",
     "nomos_notices",
     "nomos_plan_executions",
     "nomos_policy_active",
     "nomos_policy_revisions",
+    "nomos_workers",
 ];
 
 async fn ours(store: &Store) -> Vec<String> {
@@ -36,8 +38,8 @@ pub async fn migrations_up_down_up(store: Store) {
         .filter(|m| m.migration_type.is_up_migration())
         .map(|m| m.version)
         .collect();
-    assert_eq!(ups, (17..=25).collect::<Vec<_>>());
-    for v in 17..=25 {
+    assert_eq!(ups, (17..=28).collect::<Vec<_>>());
+    for v in 17..=28 {
         assert!(
             migrator
                 .iter()
@@ -365,19 +367,25 @@ pub async fn status_for_unknown_execution_creates_it(store: Store) {
     let e = store
         .upsert_execution_status(exec, " running ", "", t0(), false)
         .await
-        .unwrap();
+        .unwrap()
+        .execution;
     assert_eq!((e.status.as_str(), e.finished_at), ("running", None));
-    store
+    let first = store
         .upsert_execution_status(exec, "failed", "ssh: connection refused", at(5), true)
         .await
         .unwrap();
-    let e = store
+    assert!(first.applied);
+    let repeat = store
         .upsert_execution_status(exec, "failed", "ssh: connection refused", at(9), true)
         .await
         .unwrap();
-    assert_eq!(e.finished_at, Some(at(5)), "first terminal report wins");
-    assert_eq!(e.updated_at, at(9));
-    assert_eq!(store.execution(exec).await.unwrap(), Some(e));
+    assert!(!repeat.applied, "terminal is final, even for a repeat");
+    assert_eq!(
+        repeat.execution, first.execution,
+        "first terminal report wins"
+    );
+    assert_eq!(repeat.execution.finished_at, Some(at(5)));
+    assert_eq!(store.execution(exec).await.unwrap(), Some(first.execution));
 }
 
 pub async fn status_upsert_wakes_listeners(store: Store) {

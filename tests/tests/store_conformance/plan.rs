@@ -35,7 +35,11 @@ async fn deliver_all(store: &Store, now: OffsetDateTime) {
         .await
         .unwrap()
     {
-        assert!(store.complete_delivery(d.id, "w", now).await.unwrap());
+        let claim = d.claim().expect("claimed");
+        assert_eq!(
+            store.complete_deliveries(&[claim], now).await.unwrap(),
+            vec![d.id]
+        );
     }
 }
 

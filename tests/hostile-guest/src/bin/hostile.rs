@@ -45,6 +45,12 @@ mod component {
         }
 
         fn classify(status: String) -> w::StatusClass {
+            match status.as_str() {
+                // A terminal status the decision then traps on.
+                "trap" => return w::StatusClass::Terminal(w::Outcome::Failed),
+                "classify-trap" => panic!("hostile: classify trap requested"),
+                _ => {}
+            }
             match policy::classify::classify(&status) {
                 t::StatusClass::NonTerminal => w::StatusClass::NonTerminal,
                 t::StatusClass::Terminal(t::Outcome::Completed) => {

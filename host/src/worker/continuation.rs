@@ -1,0 +1,124 @@
+//! The agent's view of a continuation, built when it is sent: each
+//! execution's status and result, and how the policy classifies it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use nomos_policy_default::types as t;
+use time::OffsetDateTime;
+
+use super::{Worker, WorkerError};
+use crate::agent::{Continuation, ExecutionReport};
+use crate::store::{Delivery, ReadyLink};
+
+impl Worker {
+    /// The agent's view of a continuation: each execution's latest status and
+    /// result, and how the policy classifies it. The executions are loaded in
+    /// one query and each distinct status is classified once, in one
+    /// blocking task: a folded continuation costs one round trip, not one per
+    /// execution.
+    pub(super) async fn continuation(
+        &self,
+        delivery: &Delivery,
+        soul: &str,
+    ) -> Result<Continuation, WorkerError> {
+        let loaded = self.store.executions(&delivery.execution_ids).await?;
+        let mut statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
+        statuses.sort();
+        statuses.dedup();
+        let policy = self.policy.clone();
+        let outcomes: HashMap<String, String> = tokio::task::spawn_blocking(move || {
+            statuses
+                .into_iter()
+                .map(|status| {
+                    let outcome = match policy.classify(&status).value {
+                        Ok(t::StatusClass::Terminal(o)) => o.as_str().to_string(),
+                        _ => "unknown".to_string(),
+                    };
+                    (status, outcome)
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        let mut executions = Vec::with_capacity(loaded.len());
+        let mut finished_latest: Option<OffsetDateTime> = None;
+        for execution in loaded {
+            let finished = execution.finished_at.unwrap_or(execution.updated_at);
+            finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
+            let outcome = outcomes
+                .get(&execution.status)
+                .cloned()
+                .unwrap_or_else(|| "unknown".to_string());
+            executions.push(ExecutionReport {
+                id: execution.id,
+                status: execution.status,
+                outcome,
+                result: execution.result,
+            });
+        }
+        if let Some(finished) = finished_latest {
+            let latency = self.clock.now() - finished;
+            self.metrics
+                .pickup_latency(Duration::try_from(latency).unwrap_or(Duration::ZERO));
+        }
+        Ok(Continuation {
+            session_id: delivery.session_id,
+            idempotency_key: delivery.idempotency_key.clone(),
+            executions,
+            note: delivery.note.clone(),
+            soul: soul.to_string(),
+        })
+    }
+}
+
+impl Worker {
+    /// Before a retry, asks the policy again about each execution, now with
+    /// the failed attempts the delivery has had (shortages not counted: an
+    /// agent that was down did not answer), so a policy can give up on a
+    /// continuation the runtime keeps refusing. Returns the reason if the
+    /// policy now drops any of them; a policy that fails here does not stop
+    /// the retry (its fault is not the delivery's).
+    pub(super) async fn redecide(
+        &self,
+        delivery: &Delivery,
+    ) -> Result<Option<String>, WorkerError> {
+        let failed = delivery.attempts - delivery.shortages;
+        if failed <= 0 {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        let loaded = self.store.executions(&delivery.execution_ids).await?;
+        let snapshot = self
+            .store
+            .session_snapshot(delivery.session_id, now, &|_| true)
+            .await?;
+        let inputs: Vec<t::DecisionInput> = loaded
+            .into_iter()
+            .map(|e| {
+                let link = ReadyLink {
+                    execution_id: e.id,
+                    session_id: delivery.session_id,
+                    linked_at: e.updated_at,
+                    status: e.status,
+                    result: e.result,
+                    updated_at: e.updated_at,
+                    finished_at: e.finished_at,
+                };
+                let mut input = self.decision_input(&link, &snapshot, now);
+                input.attempts = u32::try_from(failed).unwrap_or(0);
+                input
+            })
+            .collect();
+        let policy = self.policy.clone();
+        let evaluated = tokio::task::spawn_blocking(move || policy.decide_batch(&inputs))
+            .await
+            .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        Ok(evaluated.value.ok().and_then(|decisions| {
+            decisions.into_iter().find_map(|d| match d {
+                t::Decision::Drop { reason } => Some(reason),
+                _ => None,
+            })
+        }))
+    }
+}

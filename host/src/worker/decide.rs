@@ -1,0 +1,204 @@
+//! Asking the policy about a pass's executions, so that a fault stays with
+//! its own execution (P5): decisions go in chunks sized by bytes under the
+//! policy's input cap, a chunk the policy fails on is split until the input
+//! that fails is isolated, and a shortage (every sandbox slot busy) defers
+//! the chunk to the next pass instead of dropping it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use nomos_policy_default::types as t;
+
+use super::{Worker, WorkerError};
+use crate::policy::{PolicyFailure, PolicyRuntime};
+
+/// Decisions per sandbox call at most, whatever their size.
+const DECIDE_CHUNK: usize = 256;
+
+/// How the policy classified one status string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Class {
+    /// Finished: the policy is asked to decide.
+    Terminal,
+    /// Not finished: waited for.
+    Running,
+    /// The policy failed on this string (a trap, a malformed answer): the
+    /// execution waits, and its operator is told once.
+    Unclassifiable(String),
+    /// No sandbox could be had: asked again on the next pass.
+    Deferred,
+}
+
+/// What became of one decision input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// The policy decided, under this revision.
+    Decided(t::Decision, String),
+    /// The policy failed on this input alone (isolated), under this revision.
+    Failed(String, String),
+    /// A shortage: decided on a later pass.
+    Deferred,
+}
+
+impl Worker {
+    /// Classifies each distinct status once.
+    pub(super) async fn classify_statuses(
+        &self,
+        mut statuses: Vec<String>,
+    ) -> Result<HashMap<String, Class>, WorkerError> {
+        statuses.sort();
+        statuses.dedup();
+        let policy = self.policy.clone();
+        tokio::task::spawn_blocking(move || {
+            statuses
+                .into_iter()
+                .map(|status| {
+                    let class = match policy.classify(&status).value {
+                        Ok(t::StatusClass::Terminal(_)) => Class::Terminal,
+                        Ok(t::StatusClass::NonTerminal) => Class::Running,
+                        Err(f) if is_shortage(&f) => Class::Deferred,
+                        Err(f) => Class::Unclassifiable(f.to_string()),
+                    };
+                    (status, class)
+                })
+                .collect()
+        })
+        .await
+        .map_err(|e| WorkerError::PolicyTask(e.to_string()))
+    }
+
+    /// One verdict per input, in order.
+    pub(super) async fn decide_all(
+        &self,
+        inputs: Vec<t::DecisionInput>,
+    ) -> Result<Vec<Verdict>, WorkerError> {
+        let policy = self.policy.clone();
+        tokio::task::spawn_blocking(move || {
+            let cap = policy.limits().max_text_bytes;
+            let mut out = Vec::with_capacity(inputs.len());
+            for chunk in chunks(&inputs, cap, DECIDE_CHUNK) {
+                decide_isolating(&policy, chunk, &mut out);
+            }
+            out
+        })
+        .await
+        .map_err(|e| WorkerError::PolicyTask(e.to_string()))
+    }
+}
+
+/// The bytes of an input the policy's input cap counts.
+fn input_bytes(input: &t::DecisionInput) -> usize {
+    input.execution.result.len() + input.execution.status.len()
+}
+
+/// Consecutive slices of `inputs`, each within `max_bytes` (an input larger
+/// than that alone gets a slice of its own, and fails alone) and at most
+/// `max_count` long.
+fn chunks(
+    inputs: &[t::DecisionInput],
+    max_bytes: usize,
+    max_count: usize,
+) -> Vec<&[t::DecisionInput]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0usize);
+    for (i, input) in inputs.iter().enumerate() {
+        let size = input_bytes(input);
+        let full = i > start && (bytes + size > max_bytes || i - start >= max_count);
+        if full {
+            out.push(&inputs[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += size;
+    }
+    if start < inputs.len() {
+        out.push(&inputs[start..]);
+    }
+    out
+}
+
+/// A failure that says nothing about the inputs: no sandbox slot was free.
+fn is_shortage(failure: &PolicyFailure) -> bool {
+    matches!(failure, PolicyFailure::Instantiate(_))
+}
+
+/// Decides `inputs` in one call; on a fault, halves and tries each half, so
+/// only the inputs the policy fails on alone are failed.
+fn decide_isolating(
+    policy: &Arc<PolicyRuntime>,
+    inputs: &[t::DecisionInput],
+    out: &mut Vec<Verdict>,
+) {
+    let evaluated = policy.decide_batch(inputs);
+    let revision = evaluated.revision.0;
+    match evaluated.value {
+        Ok(decisions) => out.extend(
+            decisions
+                .into_iter()
+                .map(|d| Verdict::Decided(d, revision.clone())),
+        ),
+        Err(f) if is_shortage(&f) => out.extend(inputs.iter().map(|_| Verdict::Deferred)),
+        Err(f) if inputs.len() == 1 => out.push(Verdict::Failed(
+            format!("policy failed, so no automatic continuation: {f}"),
+            revision,
+        )),
+        Err(_) => {
+            let (left, right) = inputs.split_at(inputs.len() / 2);
+            decide_isolating(policy, left, out);
+            decide_isolating(policy, right, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(bytes: usize) -> t::DecisionInput {
+        t::DecisionInput {
+            now: t::Timestamp {
+                seconds: 0,
+                nanoseconds: 0,
+            },
+            execution: t::Execution {
+                id: "3f2504e0-4f89-11d3-9a0c-0305e82c3301".into(),
+                status: String::new(),
+                result: "x".repeat(bytes),
+                finished_at: None,
+            },
+            session: t::Session {
+                id: "3f2504e0-4f89-11d3-9a0c-0305e82c3302".into(),
+                window: None,
+                continuations_in_window: 0,
+                still_running: Vec::new(),
+            },
+            attempts: 0,
+        }
+    }
+
+    #[test]
+    fn chunks_stay_under_the_byte_cap_and_the_count() {
+        let inputs: Vec<_> = (0..17).map(|_| input(300)).collect();
+        let got = chunks(&inputs, 1000, 256);
+        assert_eq!(
+            got.iter().map(|c| c.len()).collect::<Vec<_>>(),
+            [3, 3, 3, 3, 3, 2]
+        );
+        assert!(got
+            .iter()
+            .all(|c| c.iter().map(input_bytes).sum::<usize>() <= 1000));
+        let got = chunks(&inputs, usize::MAX, 5);
+        assert_eq!(
+            got.iter().map(|c| c.len()).collect::<Vec<_>>(),
+            [5, 5, 5, 2]
+        );
+    }
+
+    #[test]
+    fn an_input_over_the_cap_gets_a_chunk_of_its_own() {
+        let inputs = vec![input(10), input(5000), input(10)];
+        let got = chunks(&inputs, 1000, 256);
+        assert_eq!(got.iter().map(|c| c.len()).collect::<Vec<_>>(), [1, 1, 1]);
+        assert!(chunks(&[], 1000, 256).is_empty());
+    }
+}

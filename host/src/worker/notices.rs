@@ -1,0 +1,66 @@
+//! The wording of the notices the worker writes: one place, so every path
+//! that settles an execution without continuing it says so the same way.
+
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::store::{Delivery, Window};
+
+/// "execution a" or "executions a, b".
+fn executions(ids: &[Uuid]) -> String {
+    let list = ids
+        .iter()
+        .map(Uuid::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let noun = if ids.len() == 1 {
+        "execution"
+    } else {
+        "executions"
+    };
+    format!("{noun} {list}")
+}
+
+/// Executions that were settled without re-invoking the agent, and why.
+pub(crate) fn not_continued(ids: &[Uuid], reason: &str) -> String {
+    format!(
+        "nomos-continue did not re-invoke the agent for {}: {reason}",
+        executions(ids)
+    )
+}
+
+/// A continuation whose delivery ended `failed`: what failed, and how an
+/// operator sends it again.
+pub(crate) fn gave_up(delivery: &Delivery, error: &str) -> String {
+    format!(
+        "nomos-continue could not deliver the continuation for {} (key {}): {error}. \
+         An operator can send it again with `nomos-continue retry {}` or \
+         POST /v1/deliveries/{}/retry.",
+        executions(&delivery.execution_ids),
+        delivery.idempotency_key,
+        delivery.id,
+        delivery.id
+    )
+}
+
+/// Why a planned continuation was not sent: its window is not open at `now`.
+pub(crate) fn window_closed_reason(window: Option<&Window>, now: OffsetDateTime) -> String {
+    let at = |t: OffsetDateTime| t.format(&Rfc3339).unwrap_or_else(|_| t.to_string());
+    match window {
+        None => "the session has no approved plan in flight".to_string(),
+        Some(w) => match w.closed_at {
+            Some(closed) => format!(
+                "the operator denied the plan at {} before the continuation was delivered",
+                at(closed)
+            ),
+            None if w.opened_at > now => {
+                format!("the assent window opens only at {}", at(w.opened_at))
+            }
+            None => format!(
+                "the assent window expired at {} before the continuation was delivered",
+                at(w.expires_at)
+            ),
+        },
+    }
+}

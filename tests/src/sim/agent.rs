@@ -1,0 +1,269 @@
+//! The simulated agent runtime: answers each call as a seeded coin says
+//! (accept, 500, 409, 429 with `Retry-After`, time-out, accept-then-reset,
+//! 404, or hold the call until the driver lets it go), and keeps its own
+//! record of every call, which the invariants are judged against.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use nomos_continue::agent::{Agent, AgentError, Continuation, Notice};
+use nomos_continue::clock::{Clock, ManualClock};
+use nomos_continue::store::Store;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use time::OffsetDateTime;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use super::model::Windows;
+
+/// How the runtime answered one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// 2xx, and the host was told so.
+    Accepted,
+    /// Processed, then the connection reset: the host cannot know.
+    AcceptedThenReset,
+    /// A shortage or a failure the host retries.
+    Retryable,
+    /// A 4xx: the host gives up.
+    Permanent,
+}
+
+/// One call, as the runtime saw it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Continuation or notice.
+    pub continuation: bool,
+    pub key: String,
+    /// The executions and the status each was reported with.
+    pub executions: Vec<(Uuid, String)>,
+    pub answer: Answer,
+    /// The ledger row's holder and claim count when the call was made, and
+    /// the simulated time: evidence for a broken promise.
+    pub evidence: String,
+}
+
+/// The runtime's knobs, set by the driver.
+#[derive(Debug, Default)]
+pub struct Weather {
+    /// Every call is refused until then (a runtime restarting).
+    pub down_until: Option<OffsetDateTime>,
+    /// Drain mode: every call is accepted at once.
+    pub calm: bool,
+}
+
+/// What every worker incarnation's agent shares.
+pub struct Runtime {
+    pub clock: Arc<ManualClock>,
+    pub store: Store,
+    pub windows: Arc<Mutex<Windows>>,
+    pub weather: Mutex<Weather>,
+    rng: Mutex<StdRng>,
+    calls: Mutex<Vec<Call>>,
+    violations: Mutex<Vec<String>>,
+    /// Held calls wait on this; the driver releases them all at once.
+    release: Notify,
+    pub faults: Mutex<usize>,
+}
+
+impl Runtime {
+    pub fn new(
+        seed: u64,
+        clock: Arc<ManualClock>,
+        store: Store,
+        windows: Arc<Mutex<Windows>>,
+    ) -> Self {
+        Self {
+            clock,
+            store,
+            windows,
+            weather: Mutex::default(),
+            rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed_a9e7)),
+            calls: Mutex::default(),
+            violations: Mutex::default(),
+            release: Notify::new(),
+            faults: Mutex::new(0),
+        }
+    }
+
+    /// Lets every held call answer.
+    pub fn release_held(&self) {
+        self.release.notify_waiters();
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        lock(&self.calls).clone()
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        lock(&self.violations).clone()
+    }
+
+    fn violation(&self, what: String) {
+        lock(&self.violations).push(what);
+    }
+
+    fn fault(&self) {
+        *lock(&self.faults) += 1;
+    }
+
+    /// P3, judged at the call: the continuation's claim was taken while the
+    /// model says its window was open.
+    async fn check_window(&self, continuation: &Continuation) {
+        let ledger = match self
+            .store
+            .deliveries_for_session(continuation.session_id)
+            .await
+        {
+            Ok(ledger) => ledger,
+            Err(e) => return self.violation(format!("P3 check could not read the ledger: {e}")),
+        };
+        let claimed_at = ledger
+            .iter()
+            .find(|d| d.idempotency_key == continuation.idempotency_key)
+            .and_then(|d| d.claimed_at);
+        let Some(claimed_at) = claimed_at else {
+            return self.violation(format!(
+                "P3: continuation {} called without a recorded claim",
+                continuation.idempotency_key
+            ));
+        };
+        if !lock(&self.windows).open_at(continuation.session_id, claimed_at) {
+            self.violation(format!(
+                "P3: continuation {} of session {} claimed at {claimed_at} outside its window",
+                continuation.idempotency_key, continuation.session_id
+            ));
+        }
+    }
+
+    async fn answer(&self, session: Uuid, mut call: Call) -> Result<(), AgentError> {
+        let row = self
+            .store
+            .deliveries_for_session(session)
+            .await
+            .ok()
+            .and_then(|l| l.into_iter().find(|d| d.idempotency_key == call.key));
+        call.evidence = match row {
+            Some(d) => format!(
+                "{:?} by {:?} claim {} at {} (lease to {:?})",
+                d.state,
+                d.lease_owner,
+                d.claims,
+                self.clock.now(),
+                d.lease_expires_at
+            ),
+            None => "no ledger row".into(),
+        };
+        let (answer, error, hold) = self.roll();
+        if hold {
+            self.fault();
+            self.release.notified().await;
+        }
+        lock(&self.calls).push(Call { answer, ..call });
+        match error {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// Picks this call's fate.
+    fn roll(&self) -> (Answer, Option<AgentError>, bool) {
+        let weather = lock(&self.weather);
+        if weather.calm {
+            return (Answer::Accepted, None, false);
+        }
+        if weather.down_until.is_some_and(|t| self.clock.now() < t) {
+            drop(weather);
+            self.fault();
+            return (
+                Answer::Retryable,
+                Some(AgentError::unavailable(
+                    "connection refused (runtime restarting)",
+                )),
+                false,
+            );
+        }
+        drop(weather);
+        let mut rng = lock(&self.rng);
+        let dice: u32 = rng.gen_range(0..100);
+        let hold = rng.gen_bool(0.08);
+        let retry_after = Duration::from_secs(rng.gen_range(1..30));
+        drop(rng);
+        let fault = |answer, error| {
+            self.fault();
+            (answer, Some(error), hold)
+        };
+        match dice {
+            0..=59 => (Answer::Accepted, None, hold),
+            60..=69 => fault(Answer::Retryable, AgentError::Retryable("HTTP 500".into())),
+            70..=74 => fault(
+                Answer::Retryable,
+                AgentError::unavailable("HTTP 409: same key still in progress"),
+            ),
+            75..=79 => fault(
+                Answer::Retryable,
+                AgentError::Unavailable {
+                    message: "HTTP 429".into(),
+                    retry_after: Some(retry_after),
+                },
+            ),
+            80..=86 => fault(Answer::Retryable, AgentError::unavailable("timed out")),
+            87..=96 => fault(
+                Answer::AcceptedThenReset,
+                AgentError::unavailable("connection reset after sending"),
+            ),
+            _ => fault(Answer::Permanent, AgentError::Permanent("HTTP 404".into())),
+        }
+    }
+}
+
+/// A worker's connection to the runtime.
+pub struct SimAgent {
+    pub runtime: Arc<Runtime>,
+}
+
+#[async_trait]
+impl Agent for SimAgent {
+    async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
+        self.runtime.check_window(continuation).await;
+        let call = Call {
+            continuation: true,
+            key: continuation.idempotency_key.clone(),
+            executions: continuation
+                .executions
+                .iter()
+                .map(|e| (e.id, e.status.clone()))
+                .collect(),
+            answer: Answer::Accepted,
+            evidence: String::new(),
+        };
+        self.runtime.answer(continuation.session_id, call).await
+    }
+
+    async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
+        let call = Call {
+            continuation: false,
+            key: notice.idempotency_key.clone(),
+            executions: Vec::new(),
+            answer: Answer::Accepted,
+            evidence: String::new(),
+        };
+        self.runtime.answer(notice.session_id, call).await
+    }
+}
+
+/// Calls grouped by key, in order.
+pub fn by_key(calls: &[Call]) -> HashMap<&str, Vec<&Call>> {
+    let mut out: HashMap<&str, Vec<&Call>> = HashMap::new();
+    for call in calls {
+        out.entry(call.key.as_str()).or_default().push(call);
+    }
+    out
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,486 @@
+//! A seeded, randomized fault-injection simulator for the delivery promises
+//! (P1–P6 in `docs/operations.md`), in process, on a real store.
+//!
+//! A driver takes random steps on an injected clock: approvals, denials and
+//! expiries; tool results and status reports arriving out of order, late
+//! regressions after a terminal status; worker passes running concurrently;
+//! an agent runtime that is slow, answers 500, 409 or 429 with
+//! `Retry-After`, times out, accepts and then resets, refuses with 404, or is
+//! down for minutes; workers killed mid-pass or stalled past their lease.
+//! Then it drains (a calm runtime, time moving on) and checks the promises
+//! against the ledger and the runtime's own record of calls (`check`).
+
+mod agent;
+mod check;
+mod model;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use nomos_continue::clock::{Clock, ManualClock};
+use nomos_continue::metrics::Metrics;
+use nomos_continue::policy::PolicyRuntime;
+use nomos_continue::store::{Route, Store};
+use nomos_continue::worker::{Worker, WorkerConfig};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use time::macros::datetime;
+use time::Duration;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use agent::{Runtime, SimAgent};
+use model::{ExecutionModel, Windows};
+
+/// The most simulated time that passes between two renewals of a live
+/// worker's leases: a third of the simulated workers' lease.
+const RENEW_STEP: Duration = Duration::seconds(2);
+
+/// One simulation's size.
+#[derive(Debug, Clone, Copy)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Random steps before the drain.
+    pub steps: usize,
+    /// Worker incarnations alive at once.
+    pub workers: usize,
+    pub sessions: usize,
+}
+
+impl SimConfig {
+    /// A size that runs in a couple of seconds.
+    pub fn small(seed: u64) -> Self {
+        Self {
+            seed,
+            steps: 300,
+            workers: 3,
+            sessions: 6,
+        }
+    }
+}
+
+/// What a simulation did and found.
+#[derive(Debug, Default, Clone)]
+pub struct SimReport {
+    pub seed: u64,
+    /// Driver steps taken (each one operation on the engine or the world).
+    pub operations: usize,
+    /// Faults injected: failed or held agent calls, outages, kills, stalls,
+    /// late regressions, reports before their link, big results.
+    pub faults: usize,
+    /// Agent calls made.
+    pub calls: usize,
+    /// Executions settled continued / dropped / failed at the end.
+    pub continued: usize,
+    pub dropped: usize,
+    pub failed: usize,
+    /// Worker passes that returned an error (a fault of the store).
+    pub pass_errors: usize,
+    /// Broken promises, each naming the promise; empty is a pass.
+    pub violations: Vec<String>,
+}
+
+struct Incarnation {
+    worker: Worker,
+    pass: Option<JoinHandle<()>>,
+}
+
+/// The world the driver acts on.
+struct Sim {
+    config: SimConfig,
+    rng: StdRng,
+    store: Store,
+    policy: Arc<PolicyRuntime>,
+    clock: Arc<ManualClock>,
+    windows: Arc<Mutex<Windows>>,
+    runtime: Arc<Runtime>,
+    sessions: Vec<Uuid>,
+    executions: Vec<ExecutionModel>,
+    workers: Vec<Incarnation>,
+    /// Keys whose call was in flight when its worker was killed or stalled
+    /// past its lease: that call's outcome is unknown, so a repeat is allowed.
+    unknown: HashSet<String>,
+    next_worker: usize,
+    faults: usize,
+    pass_errors: Arc<Mutex<usize>>,
+    policy_failures: Arc<Mutex<usize>>,
+}
+
+/// Runs one seeded simulation on `store` and checks the promises.
+pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) -> SimReport {
+    let clock = Arc::new(ManualClock::new(datetime!(2026-11-30 04:00:00 UTC)));
+    let windows = Arc::new(Mutex::new(Windows::default()));
+    let runtime = Arc::new(Runtime::new(
+        config.seed,
+        clock.clone(),
+        store.clone(),
+        windows.clone(),
+    ));
+    let mut sim = Sim {
+        config,
+        rng: StdRng::seed_from_u64(config.seed),
+        store,
+        policy,
+        clock,
+        windows,
+        runtime,
+        sessions: (0..config.sessions).map(|_| Uuid::new_v4()).collect(),
+        executions: Vec::new(),
+        workers: Vec::new(),
+        unknown: HashSet::new(),
+        next_worker: 0,
+        faults: 0,
+        pass_errors: Arc::default(),
+        policy_failures: Arc::default(),
+    };
+    for _ in 0..config.workers {
+        sim.spawn_worker();
+    }
+    for _ in 0..config.steps {
+        sim.step().await;
+        tokio::task::yield_now().await;
+    }
+    sim.drain().await;
+    let mut report = check::check(&sim).await;
+    report.seed = config.seed;
+    report.operations = config.steps;
+    report.faults = sim.faults + *lock(&sim.runtime.faults);
+    report.pass_errors = *lock(&sim.pass_errors);
+    report
+}
+
+impl Sim {
+    fn spawn_worker(&mut self) {
+        let id = self.next_worker;
+        self.next_worker += 1;
+        let config = WorkerConfig {
+            worker_id: format!("sim-{}-{id}", self.config.seed),
+            lease: std::time::Duration::from_secs(6),
+            delivery_concurrency: 4,
+            batch: 50,
+            ..WorkerConfig::default()
+        };
+        let agent = Arc::new(SimAgent {
+            runtime: self.runtime.clone(),
+        });
+        let worker = Worker::new(
+            self.store.clone(),
+            self.policy.clone(),
+            agent,
+            self.clock.clone(),
+            config,
+            Arc::new(Metrics::default()),
+        );
+        self.workers.push(Incarnation { worker, pass: None });
+    }
+
+    async fn step(&mut self) {
+        let roll: u32 = self.rng.gen_range(0..1000);
+        match roll {
+            0..=79 => self.approve().await,
+            80..=109 => self.deny().await,
+            110..=249 => self.new_execution().await,
+            250..=499 => self.report().await,
+            500..=699 => {
+                let millis = self.rng.gen_range(1..3000);
+                self.advance(Duration::milliseconds(millis)).await;
+            }
+            700..=719 => {
+                let minutes = self.rng.gen_range(1..12);
+                self.advance(Duration::minutes(minutes)).await;
+            }
+            720..=929 => self.start_pass(),
+            930..=969 => self.runtime.release_held(),
+            970..=979 => self.kill().await,
+            980..=989 => self.stall().await,
+            _ => self.outage(),
+        }
+    }
+
+    async fn approve(&mut self) {
+        let session = self.pick_session();
+        let minutes = self.rng.gen_range(1..=30);
+        let now = self.clock.now();
+        if let Ok(w) = self
+            .store
+            .approve(session, Route::Button, now, Duration::minutes(minutes))
+            .await
+        {
+            lock(&self.windows).approved(session, w.opened_at, w.expires_at);
+        }
+    }
+
+    async fn deny(&mut self) {
+        let session = self.pick_session();
+        let now = self.clock.now();
+        if let Ok(Some(_)) = self.store.deny(session, now).await {
+            lock(&self.windows).denied(session, now);
+        }
+    }
+
+    /// A tool result naming a new execution, whose statuses are scripted:
+    /// some never finish, some regress after finishing, some report before
+    /// their link, a few carry a big result.
+    async fn new_execution(&mut self) {
+        let session = self.pick_session();
+        let id = Uuid::new_v4();
+        let mut script = Vec::new();
+        for _ in 0..self.rng.gen_range(0..3) {
+            script.push(("running", String::new()));
+        }
+        if self.rng.gen_bool(0.9) {
+            let big = self.rng.gen_bool(0.02);
+            if big {
+                self.faults += 1;
+            }
+            let result = if big {
+                "x".repeat(300_000)
+            } else {
+                format!("step {id} result")
+            };
+            let status = *["failed", "completed", "cancelled"]
+                .choose(&mut self.rng)
+                .unwrap_or(&"failed");
+            script.push((status, result));
+            if self.rng.gen_bool(0.1) {
+                self.faults += 1;
+                script.push(("running", "late regression".into()));
+            }
+        }
+        script.reverse(); // popped from the end
+        let mut execution = ExecutionModel {
+            id,
+            linked: false,
+            script,
+            first_terminal: None,
+        };
+        if self.rng.gen_bool(0.15) {
+            // The status comes before the tool result.
+            self.faults += 1;
+            report_next(&self.store, &self.policy, &self.clock, &mut execution).await;
+        }
+        let text = format!("running, execution {id}");
+        let ids = self.policy.extract_ids(&text).value.unwrap_or_default();
+        let ids: Vec<Uuid> = ids.iter().filter_map(|s| Uuid::parse_str(s).ok()).collect();
+        if self
+            .store
+            .link(session, &ids, self.clock.now())
+            .await
+            .is_ok()
+        {
+            execution.linked = true;
+        }
+        self.executions.push(execution);
+    }
+
+    async fn report(&mut self) {
+        let pending: Vec<usize> = (0..self.executions.len())
+            .filter(|&i| !self.executions[i].script.is_empty())
+            .collect();
+        let Some(&i) = pending.choose(&mut self.rng) else {
+            return;
+        };
+        report_next(
+            &self.store,
+            &self.policy,
+            &self.clock,
+            &mut self.executions[i],
+        )
+        .await;
+    }
+
+    /// Moves the clock in steps no longer than a renewal period, letting
+    /// every live worker renew its leases after each step, as its renewal
+    /// ticks would have while that time passed.
+    async fn advance(&mut self, by: Duration) {
+        let mut left = by;
+        while left > Duration::ZERO {
+            let step = left.min(RENEW_STEP);
+            self.clock.advance(step);
+            left -= step;
+            for incarnation in &self.workers {
+                incarnation.worker.renew_leases().await;
+            }
+        }
+    }
+
+    fn start_pass(&mut self) {
+        let Some(incarnation) = self.workers.choose_mut(&mut self.rng) else {
+            return;
+        };
+        if incarnation.pass.as_ref().is_some_and(|p| !p.is_finished()) {
+            return;
+        }
+        let worker = incarnation.worker.clone();
+        let errors = self.pass_errors.clone();
+        let failures = self.policy_failures.clone();
+        incarnation.pass = Some(tokio::spawn(async move {
+            match worker.run_once().await {
+                Ok(report) => *lock(&failures) += report.plan.policy_failures,
+                Err(e) => {
+                    tracing_free_log(&format!("worker pass failed: {e}"));
+                    *lock(&errors) += 1;
+                }
+            }
+        }));
+    }
+
+    /// A worker killed mid-pass: its task is dropped wherever it is; a new
+    /// incarnation (a new worker id) takes its place.
+    async fn kill(&mut self) {
+        if self.workers.is_empty() {
+            return;
+        }
+        let i = self.rng.gen_range(0..self.workers.len());
+        let dead = self.workers.swap_remove(i);
+        if let Some(pass) = dead.pass {
+            pass.abort();
+            // Only once it has stopped are its claims final: a pass running
+            // on another thread may claim until then.
+            let _ = pass.await;
+        }
+        self.mark_unknown(&dead.worker).await;
+        self.faults += 1;
+        self.spawn_worker();
+    }
+
+    /// A worker that stalls past its lease: time moves on without its
+    /// renewals, so its claims may be taken over while its calls still run.
+    async fn stall(&mut self) {
+        let Some(stalled) = self.workers.choose(&mut self.rng).map(|w| w.worker.clone()) else {
+            return;
+        };
+        self.mark_unknown(&stalled).await;
+        let stalled = worker_index(&stalled);
+        self.faults += 1;
+        self.clock.advance(Duration::seconds(7));
+        for incarnation in &self.workers {
+            if worker_index(&incarnation.worker) != stalled {
+                incarnation.worker.renew_leases().await;
+            }
+        }
+    }
+
+    /// Records the keys of `worker`'s claims in flight: their calls' outcome
+    /// becomes unknown to the engine.
+    async fn mark_unknown(&mut self, worker: &Worker) {
+        for claim in worker.claims_in_flight() {
+            if let Ok(Some(d)) = self.store.delivery(claim.id).await {
+                self.unknown.insert(d.idempotency_key);
+            }
+        }
+    }
+
+    /// The runtime goes down for one to five minutes of simulated time.
+    fn outage(&mut self) {
+        let minutes = self.rng.gen_range(1..=5);
+        lock(&self.runtime.weather).down_until =
+            Some(self.clock.now() + Duration::minutes(minutes));
+        self.faults += 1;
+    }
+
+    fn pick_session(&mut self) -> Uuid {
+        *self.sessions.choose(&mut self.rng).unwrap_or(&Uuid::nil())
+    }
+
+    /// Calm weather, every status reported, every held call released, and
+    /// time moving on until no pass finds anything to do.
+    async fn drain(&mut self) {
+        {
+            let mut weather = lock(&self.runtime.weather);
+            weather.calm = true;
+            weather.down_until = None;
+        }
+        for incarnation in &mut self.workers {
+            if let Some(pass) = incarnation.pass.take() {
+                // Held calls must be let go for the pass to end.
+                while !pass.is_finished() {
+                    self.runtime.release_held();
+                    tokio::task::yield_now().await;
+                }
+                let _ = pass.await;
+            }
+        }
+        for i in 0..self.executions.len() {
+            while !self.executions[i].script.is_empty() {
+                report_next(
+                    &self.store,
+                    &self.policy,
+                    &self.clock,
+                    &mut self.executions[i],
+                )
+                .await;
+            }
+        }
+        for _ in 0..60 {
+            self.advance(Duration::seconds(61)).await;
+            let mut busy = false;
+            for incarnation in &self.workers {
+                match incarnation.worker.run_once().await {
+                    Ok(r) => {
+                        *lock(&self.policy_failures) += r.plan.policy_failures;
+                        busy |= r.plan.planned
+                            + r.plan.dropped
+                            + r.deliver.attempted
+                            + r.deliver.dropped_unsent
+                            > 0;
+                    }
+                    Err(_) => *lock(&self.pass_errors) += 1,
+                }
+            }
+            if !busy {
+                break;
+            }
+        }
+    }
+}
+
+/// Reports an execution's next scripted status, as the API would: the
+/// policy classifies it, and the store keeps the first terminal one.
+async fn report_next(
+    store: &Store,
+    policy: &PolicyRuntime,
+    clock: &ManualClock,
+    execution: &mut ExecutionModel,
+) {
+    let Some((status, result)) = execution.script.pop() else {
+        return;
+    };
+    let finished = matches!(
+        policy.classify(status).value,
+        Ok(nomos_policy_default::types::StatusClass::Terminal(_))
+    );
+    if store
+        .upsert_execution_status(execution.id, status, &result, clock.now(), finished)
+        .await
+        .is_ok()
+        && finished
+        && execution.first_terminal.is_none()
+    {
+        execution.first_terminal = Some(status.to_string());
+    }
+}
+
+/// The incarnation number in a simulated worker's id (`sim-<seed>-<n>`).
+fn worker_index(worker: &Worker) -> usize {
+    worker
+        .config()
+        .worker_id
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// Passes are spawned tasks with nowhere to return an error to; it is
+/// counted, and shown when `SIM_LOG` is set.
+fn tracing_free_log(message: &str) {
+    if std::env::var_os("SIM_LOG").is_some() {
+        eprintln!("{message}");
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

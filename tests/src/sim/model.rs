@@ -1,0 +1,64 @@
+//! The simulator's own model of what the engine was told: when each
+//! session's window was open, and each execution's first terminal status.
+//! The invariants are judged against this, not against the engine's state.
+
+use std::collections::HashMap;
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Intervals `[from, until)` during which each session's window was open.
+#[derive(Debug, Default)]
+pub struct Windows {
+    open: HashMap<Uuid, Vec<(OffsetDateTime, OffsetDateTime)>>,
+}
+
+impl Windows {
+    /// An approval as the store answered it: the window is open from
+    /// `opened_at` to `expires_at` (extending the interval it continues).
+    pub fn approved(
+        &mut self,
+        session: Uuid,
+        opened_at: OffsetDateTime,
+        expires_at: OffsetDateTime,
+    ) {
+        let spans = self.open.entry(session).or_default();
+        match spans.last_mut() {
+            Some(last) if last.0 == opened_at => last.1 = last.1.max(expires_at),
+            _ => spans.push((opened_at, expires_at)),
+        }
+    }
+
+    /// A deny at `at` ends the interval open then, if any.
+    pub fn denied(&mut self, session: Uuid, at: OffsetDateTime) {
+        if let Some(last) = self.open.get_mut(&session).and_then(|s| s.last_mut()) {
+            if last.0 <= at && at < last.1 {
+                last.1 = at;
+            }
+        }
+    }
+
+    /// Whether the window was open at `at`. A claim at the very instant of
+    /// a deny is ambiguous on a stopped clock (the claim may have come
+    /// first), so the deny's instant itself counts as open; the engine's
+    /// claim refuses it when the deny came first.
+    pub fn open_at(&self, session: Uuid, at: OffsetDateTime) -> bool {
+        self.open.get(&session).is_some_and(|spans| {
+            spans
+                .iter()
+                .any(|(from, until)| *from <= at && at <= *until)
+        })
+    }
+}
+
+/// What the driver told the engine about one execution.
+#[derive(Debug, Clone)]
+pub struct ExecutionModel {
+    pub id: Uuid,
+    /// Linked yet (a status may come first).
+    pub linked: bool,
+    /// Statuses still to report, in order.
+    pub script: Vec<(&'static str, String)>,
+    /// The first terminal status reported, which must stay.
+    pub first_terminal: Option<String>,
+}
