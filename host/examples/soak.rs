@@ -51,7 +51,11 @@ fn parse() -> Result<Args> {
 }
 
 fn main() -> ExitCode {
-    match tokio::runtime::Runtime::new()
+    // Single-threaded, as in the test: simulated time moves only at the
+    // driver's await points (see `tests/tests/simulation.rs`).
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .context("start the async runtime")
         .and_then(|rt| rt.block_on(soak()))
     {

@@ -28,7 +28,7 @@ const WINDOW_OPEN_LITE: &str = "EXISTS (SELECT 1 FROM nomos_assent_windows w \
 pub enum RetryOutcome {
     /// The delivery is pending again, due now, with a fresh retry budget and
     /// its links unsettled; it keeps its idempotency key.
-    Retried(Delivery),
+    Retried(Box<Delivery>),
     /// No delivery has this id.
     NotFound,
     /// Only a `failed` or `dropped` delivery can be retried.
@@ -326,7 +326,7 @@ impl Store {
             }
         };
         Ok(match row {
-            Some(d) => RetryOutcome::Retried(d),
+            Some(d) => RetryOutcome::Retried(Box::new(d)),
             // Changed under us (another retry won): report what it is now.
             None => match self.delivery(id).await? {
                 Some(d) => RetryOutcome::NotEnded(d.state),

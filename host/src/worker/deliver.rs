@@ -65,7 +65,7 @@ enum Recorded {
     /// Accepted, but the record failed: kept for the next pass.
     Unrecorded,
     /// A failure whose record failed: the lease lapses and it is retried.
-    NotRecorded,
+    Lapsed,
     /// The policy dropped it before a retry (one notice).
     Dropped,
 }
@@ -79,7 +79,7 @@ impl Recorded {
             Self::GaveUp => "gave_up",
             Self::LeaseLost => "lease_lost",
             Self::Unrecorded => "unrecorded",
-            Self::NotRecorded => "not_recorded",
+            Self::Lapsed => "not_recorded",
             Self::Dropped => "dropped_by_policy",
         }
     }
@@ -93,7 +93,7 @@ impl DeliverReport {
             Recorded::GaveUp => self.gave_up += 1,
             Recorded::LeaseLost => self.lease_lost += 1,
             Recorded::Unrecorded => self.unrecorded += 1,
-            Recorded::NotRecorded => {}
+            Recorded::Lapsed => {}
             Recorded::Dropped => self.dropped_unsent += 1,
         }
     }
@@ -343,7 +343,7 @@ impl Worker {
                     Ok(false) => Recorded::LeaseLost,
                     Err(e) => {
                         tracing::warn!(delivery = %claim.id, "recording a drop failed: {e}");
-                        Recorded::NotRecorded
+                        Recorded::Lapsed
                     }
                 }
             }
@@ -355,7 +355,7 @@ impl Worker {
                 // outcome was a failure, so no acceptance is repeated.
                 Err(e) => {
                     tracing::warn!(delivery = %claim.id, "recording a failed call failed: {e}");
-                    Recorded::NotRecorded
+                    Recorded::Lapsed
                 }
             },
         };

@@ -67,6 +67,10 @@ pub struct Runtime {
     /// Held calls wait on this; the driver releases them all at once.
     release: Notify,
     pub faults: Mutex<usize>,
+    /// Worker incarnations killed: their calls never return, as if their
+    /// process had died (aborting their tasks instead would leave pooled
+    /// connections mid-transaction, which no real death does).
+    dead: Mutex<std::collections::HashSet<usize>>,
 }
 
 impl Runtime {
@@ -86,7 +90,17 @@ impl Runtime {
             violations: Mutex::default(),
             release: Notify::new(),
             faults: Mutex::new(0),
+            dead: Mutex::default(),
         }
+    }
+
+    /// Kills a worker incarnation: from now on its calls never return.
+    pub fn kill(&self, worker: usize) {
+        lock(&self.dead).insert(worker);
+    }
+
+    fn is_dead(&self, worker: usize) -> bool {
+        lock(&self.dead).contains(&worker)
     }
 
     /// Lets every held call answer.
@@ -139,7 +153,10 @@ impl Runtime {
         }
     }
 
-    async fn answer(&self, session: Uuid, mut call: Call) -> Result<(), AgentError> {
+    async fn answer(&self, worker: usize, session: Uuid, mut call: Call) -> Result<(), AgentError> {
+        if self.is_dead(worker) {
+            return std::future::pending().await;
+        }
         let row = self
             .store
             .deliveries_for_session(session)
@@ -148,7 +165,7 @@ impl Runtime {
             .and_then(|l| l.into_iter().find(|d| d.idempotency_key == call.key));
         call.evidence = match row {
             Some(d) => format!(
-                "{:?} by {:?} claim {} at {} (lease to {:?})",
+                "caller {worker}; {:?} by {:?} claim {} at {} (lease to {:?})",
                 d.state,
                 d.lease_owner,
                 d.claims,
@@ -163,6 +180,11 @@ impl Runtime {
             self.release.notified().await;
         }
         lock(&self.calls).push(Call { answer, ..call });
+        if self.is_dead(worker) {
+            // Died while the runtime handled the call: the runtime's record
+            // has it, the engine never hears back.
+            return std::future::pending().await;
+        }
         match error {
             None => Ok(()),
             Some(e) => Err(e),
@@ -220,9 +242,10 @@ impl Runtime {
     }
 }
 
-/// A worker's connection to the runtime.
+/// A worker incarnation's connection to the runtime.
 pub struct SimAgent {
     pub runtime: Arc<Runtime>,
+    pub worker: usize,
 }
 
 #[async_trait]
@@ -240,7 +263,9 @@ impl Agent for SimAgent {
             answer: Answer::Accepted,
             evidence: String::new(),
         };
-        self.runtime.answer(continuation.session_id, call).await
+        self.runtime
+            .answer(self.worker, continuation.session_id, call)
+            .await
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
@@ -251,7 +276,9 @@ impl Agent for SimAgent {
             answer: Answer::Accepted,
             evidence: String::new(),
         };
-        self.runtime.answer(notice.session_id, call).await
+        self.runtime
+            .answer(self.worker, notice.session_id, call)
+            .await
     }
 }
 

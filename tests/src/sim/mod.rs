@@ -157,12 +157,17 @@ impl Sim {
         let config = WorkerConfig {
             worker_id: format!("sim-{}-{id}", self.config.seed),
             lease: std::time::Duration::from_secs(6),
+            // Renewals come from the driver as simulated time passes (see
+            // `advance`); the real-time tick must not keep a dead worker's
+            // leases alive.
+            renew_every: Some(std::time::Duration::from_secs(3600)),
             delivery_concurrency: 4,
             batch: 50,
             ..WorkerConfig::default()
         };
         let agent = Arc::new(SimAgent {
             runtime: self.runtime.clone(),
+            worker: id,
         });
         let worker = Worker::new(
             self.store.clone(),
@@ -326,21 +331,19 @@ impl Sim {
         }));
     }
 
-    /// A worker killed mid-pass: its task is dropped wherever it is; a new
-    /// incarnation (a new worker id) takes its place.
+    /// A worker killed mid-pass: its calls in flight never return (the
+    /// runtime may or may not have acted on them), it renews nothing more,
+    /// and a new incarnation (a new worker id) takes its place.
     async fn kill(&mut self) {
         if self.workers.is_empty() {
             return;
         }
         let i = self.rng.gen_range(0..self.workers.len());
         let dead = self.workers.swap_remove(i);
-        if let Some(pass) = dead.pass {
-            pass.abort();
-            // Only once it has stopped are its claims final: a pass running
-            // on another thread may claim until then.
-            let _ = pass.await;
-        }
-        self.mark_unknown(&dead.worker).await;
+        self.runtime.kill(worker_index(&dead.worker));
+        // Read with no await after the kill: later claims never get an answer.
+        let held = dead.worker.claims_in_flight();
+        self.mark_unknown(held).await;
         self.faults += 1;
         self.spawn_worker();
     }
@@ -351,10 +354,13 @@ impl Sim {
         let Some(stalled) = self.workers.choose(&mut self.rng).map(|w| w.worker.clone()) else {
             return;
         };
-        self.mark_unknown(&stalled).await;
+        // The claims held across the jump, read with no await in between:
+        // a claim taken later has a lease from the new time.
+        self.clock.advance(Duration::seconds(7));
+        let held = stalled.claims_in_flight();
         let stalled = worker_index(&stalled);
         self.faults += 1;
-        self.clock.advance(Duration::seconds(7));
+        self.mark_unknown(held).await;
         for incarnation in &self.workers {
             if worker_index(&incarnation.worker) != stalled {
                 incarnation.worker.renew_leases().await;
@@ -362,10 +368,10 @@ impl Sim {
         }
     }
 
-    /// Records the keys of `worker`'s claims in flight: their calls' outcome
-    /// becomes unknown to the engine.
-    async fn mark_unknown(&mut self, worker: &Worker) {
-        for claim in worker.claims_in_flight() {
+    /// Records the keys of these claims: their calls' outcome becomes
+    /// unknown to the engine.
+    async fn mark_unknown(&mut self, claims: Vec<nomos_continue::store::Claim>) {
+        for claim in claims {
             if let Ok(Some(d)) = self.store.delivery(claim.id).await {
                 self.unknown.insert(d.idempotency_key);
             }
