@@ -135,6 +135,9 @@ impl Store {
     }
 
     /// Extends the leases of `claims` to `now + lease`, in one statement.
+    /// Never shortens one: two renewals of a claim can reach the database
+    /// out of order (a worker's tick and its pre-call check), and a later
+    /// write of an earlier `now` must not hand the row to another worker.
     /// Returns the ids still held; a claim missing from the answer was taken
     /// over (or settled) and its call's outcome can no longer be recorded.
     pub async fn renew_leases(
@@ -151,7 +154,8 @@ impl Store {
         let (ids, tokens) = split(claims);
         match &self.db {
             Db::Pg(pool) => Ok(sqlx::query_scalar(
-                "UPDATE nomos_deliveries d SET lease_expires_at = $3, updated_at = $4 \
+                "UPDATE nomos_deliveries d \
+                 SET lease_expires_at = GREATEST(d.lease_expires_at, $3), updated_at = $4 \
                  FROM UNNEST($1::uuid[], $2::uuid[]) AS c(id, token) \
                  WHERE d.id = c.id AND d.claim_token = c.token AND d.state = 'pending' \
                    AND d.lease_owner IS NOT NULL \
@@ -165,7 +169,8 @@ impl Store {
             .await?),
             Db::Lite(pool) => {
                 let held: Vec<String> = sqlx::query_scalar(
-                    "UPDATE nomos_deliveries SET lease_expires_at = ?2, updated_at = ?3 \
+                    "UPDATE nomos_deliveries \
+                     SET lease_expires_at = MAX(lease_expires_at, ?2), updated_at = ?3 \
                      WHERE state = 'pending' AND lease_owner IS NOT NULL \
                        AND id || ' ' || claim_token IN (SELECT value FROM json_each(?1)) \
                      RETURNING id",

@@ -41,6 +41,10 @@ pub struct Call {
     /// The executions and the status each was reported with.
     pub executions: Vec<(Uuid, String)>,
     pub answer: Answer,
+    /// When the call started and when it was answered, on one counter
+    /// shared by all calls: P2 is about calls started after an answer.
+    pub started: u64,
+    pub answered: u64,
     /// The ledger row's holder and claim count when the call was made, and
     /// the simulated time: evidence for a broken promise.
     pub evidence: String,
@@ -71,6 +75,10 @@ pub struct Runtime {
     /// process had died (aborting their tasks instead would leave pooled
     /// connections mid-transaction, which no real death does).
     dead: Mutex<std::collections::HashSet<usize>>,
+    /// The counter behind [`Call::started`] and [`Call::answered`].
+    sequence: std::sync::atomic::AtomicU64,
+    /// Each incarnation's worker, for the evidence kept with a call.
+    pub workers: Mutex<HashMap<usize, nomos_continue::worker::Worker>>,
 }
 
 impl Runtime {
@@ -91,7 +99,14 @@ impl Runtime {
             release: Notify::new(),
             faults: Mutex::new(0),
             dead: Mutex::default(),
+            sequence: std::sync::atomic::AtomicU64::new(0),
+            workers: Mutex::default(),
         }
+    }
+
+    fn tick(&self) -> u64 {
+        self.sequence
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Kills a worker incarnation: from now on its calls never return.
@@ -157,18 +172,29 @@ impl Runtime {
         if self.is_dead(worker) {
             return std::future::pending().await;
         }
+        call.started = self.tick();
         let row = self
             .store
             .deliveries_for_session(session)
             .await
             .ok()
             .and_then(|l| l.into_iter().find(|d| d.idempotency_key == call.key));
+        let caller_tokens: Vec<String> = lock(&self.workers)
+            .get(&worker)
+            .map(|w| w.claims_in_flight())
+            .unwrap_or_default()
+            .iter()
+            .filter(|c| row.as_ref().is_some_and(|d| d.id == c.id))
+            .map(|c| c.token.to_string()[..8].to_string())
+            .collect();
         call.evidence = match row {
             Some(d) => format!(
-                "caller {worker}; {:?} by {:?} claim {} at {} (lease to {:?})",
+                "caller {worker} (dead {}) holding {caller_tokens:?}; {:?} by {:?} claim {} token {:?} at {} (lease to {:?})",
+                self.is_dead(worker),
                 d.state,
                 d.lease_owner,
                 d.claims,
+                d.claim_token.map(|t| t.to_string()[..8].to_string()),
                 self.clock.now(),
                 d.lease_expires_at
             ),
@@ -179,7 +205,12 @@ impl Runtime {
             self.fault();
             self.release.notified().await;
         }
-        lock(&self.calls).push(Call { answer, ..call });
+        let answered = self.tick();
+        lock(&self.calls).push(Call {
+            answer,
+            answered,
+            ..call
+        });
         if self.is_dead(worker) {
             // Died while the runtime handled the call: the runtime's record
             // has it, the engine never hears back.
@@ -261,6 +292,8 @@ impl Agent for SimAgent {
                 .map(|e| (e.id, e.status.clone()))
                 .collect(),
             answer: Answer::Accepted,
+            started: 0,
+            answered: 0,
             evidence: String::new(),
         };
         self.runtime
@@ -274,6 +307,8 @@ impl Agent for SimAgent {
             key: notice.idempotency_key.clone(),
             executions: Vec::new(),
             answer: Answer::Accepted,
+            started: 0,
+            answered: 0,
             evidence: String::new(),
         };
         self.runtime

@@ -19,20 +19,42 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
     report.calls = calls.len();
     let keyed = by_key(&calls);
 
-    // P2: nothing is called again after a clean acceptance, unless that
-    // call's outcome became unknown (its worker was killed or stalled).
+    // P2: no call of a key starts after the agent answered a call of it
+    // with a clean acceptance, unless that key's call was in flight on a
+    // worker that was killed or stalled (its outcome unknown to the engine).
     for (key, calls) in &keyed {
-        if let Some(first) = calls.iter().position(|c| c.answer == Answer::Accepted) {
-            let again = calls.len() - first - 1;
+        let accepted = calls
+            .iter()
+            .filter(|c| c.answer == Answer::Accepted)
+            .map(|c| c.answered)
+            .min();
+        if let Some(at) = accepted {
+            let again = calls.iter().filter(|c| c.started > at).count();
             if again > 0 && !sim.unknown.contains(*key) {
                 let answers: Vec<String> = calls
                     .iter()
-                    .map(|c| format!("{:?} [{}]", c.answer, c.evidence))
+                    .map(|c| {
+                        format!(
+                            "{:?} #{}-{} [{}]",
+                            c.answer, c.started, c.answered, c.evidence
+                        )
+                    })
                     .collect();
                 v.push(format!(
                     "P2: key {key} called {again} more time(s) after the agent accepted it: {answers:?}"
                 ));
             }
+        }
+    }
+    // P2: the agent answers at most one call of a key with a clean 2xx
+    // (overlapping calls included), outside the same exemption.
+    for (key, calls) in &keyed {
+        let clean = calls
+            .iter()
+            .filter(|c| c.answer == Answer::Accepted)
+            .count();
+        if clean > 1 && !sim.unknown.contains(*key) {
+            v.push(format!("P2: key {key} accepted {clean} times"));
         }
     }
     // P2: one key per execution.

@@ -177,6 +177,7 @@ impl Sim {
             config,
             Arc::new(Metrics::default()),
         );
+        lock(&self.runtime.workers).insert(id, worker.clone());
         self.workers.push(Incarnation { worker, pass: None });
     }
 
