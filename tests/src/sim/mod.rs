@@ -355,18 +355,28 @@ impl Sim {
         let Some(stalled) = self.workers.choose(&mut self.rng).map(|w| w.worker.clone()) else {
             return;
         };
-        // The claims held across the jump, read with no await in between:
-        // a claim taken later has a lease from the new time.
-        self.clock.advance(Duration::seconds(7));
-        let held = stalled.claims_in_flight();
-        let stalled = worker_index(&stalled);
+        let index = worker_index(&stalled);
         self.faults += 1;
-        self.mark_unknown(held).await;
-        for incarnation in &self.workers {
-            if worker_index(&incarnation.worker) != stalled {
-                incarnation.worker.renew_leases().await;
+        // Seven seconds pass in renewal-sized steps; every other worker
+        // renews after each step, as its ticks would. The stalled worker's
+        // claims held at any point of the stall (read right after each
+        // step, with no await in between) may lapse: their outcome becomes
+        // unknown.
+        let mut held = Vec::new();
+        let mut left = Duration::seconds(7);
+        while left > Duration::ZERO {
+            let step = left.min(RENEW_STEP);
+            self.clock.advance(step);
+            left -= step;
+            held.extend(stalled.claims_in_flight());
+            for incarnation in &self.workers {
+                if worker_index(&incarnation.worker) != index {
+                    incarnation.worker.renew_leases().await;
+                }
             }
         }
+        held.extend(stalled.claims_in_flight());
+        self.mark_unknown(held).await;
     }
 
     /// Records the keys of these claims: their calls' outcome becomes
