@@ -195,8 +195,7 @@ impl Worker {
     /// anything else is awaited: a claim waiting for its call (behind the
     /// SOUL, behind a busy pool) must not lapse either.
     async fn claim(&self, limit: usize) -> Result<Vec<Delivery>, WorkerError> {
-        let lease =
-            time::Duration::try_from(self.config.lease).unwrap_or(time::Duration::minutes(1));
+        let lease = self.config.lease_duration();
         let claimed = self
             .store
             .claim_deliveries(
@@ -222,8 +221,7 @@ impl Worker {
         if claims.is_empty() {
             return;
         }
-        let lease =
-            time::Duration::try_from(self.config.lease).unwrap_or(time::Duration::minutes(1));
+        let lease = self.config.lease_duration();
         match self
             .store
             .renew_leases(&claims, self.clock.now(), lease)
@@ -254,8 +252,7 @@ impl Worker {
         if self.clock.now() + margin < until {
             return true;
         }
-        let lease =
-            time::Duration::try_from(self.config.lease).unwrap_or(time::Duration::minutes(1));
+        let lease = self.config.lease_duration();
         match self
             .store
             .renew_leases(&[claim], self.clock.now(), lease)

@@ -117,6 +117,12 @@ impl Default for WorkerConfig {
 }
 
 impl WorkerConfig {
+    /// The lease as the store takes it (a lease too long for `time` is a
+    /// minute: a misconfiguration must not make claims permanent).
+    pub fn lease_duration(&self) -> time::Duration {
+        time::Duration::try_from(self.lease).unwrap_or(time::Duration::minutes(1))
+    }
+
     /// The lease renewal period in effect.
     pub fn renew_interval(&self) -> Duration {
         self.renew_every
