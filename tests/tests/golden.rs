@@ -3,7 +3,7 @@
 //! command line a policy author uses. Each case must give the expected
 //! output on both, and the two must agree with each other.
 //!
-//! `BLESS=1 cargo test -p nomos-continue-tests --test golden` rewrites the
+//! `BLESS=1 cargo test -p nomos-continue-tests --test policies golden` rewrites the
 //! expectations from the typed path, but only where both paths agree.
 //!
 //! Exit status: the typed path reports bad input as status 2, as the
