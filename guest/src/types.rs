@@ -4,9 +4,8 @@
 //! `wasmtime run policy.wasm decide`: snake_case keys, times in RFC 3339,
 //! unknown keys refused so a typo is an error rather than a silent default.
 
+use chrono::{DateTime, SecondsFormat, Timelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
 
 /// Seconds and nanoseconds since the Unix epoch, UTC. Ordered by time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -18,28 +17,26 @@ pub struct Timestamp {
 impl Timestamp {
     /// Parses an RFC 3339 time (any offset; kept as UTC).
     pub fn parse_rfc3339(text: &str) -> Result<Self, String> {
-        let parsed = OffsetDateTime::parse(text, &Rfc3339).map_err(|e| {
+        let parsed = DateTime::parse_from_rfc3339(text).map_err(|e| {
             format!(
                 "invalid timestamp {text:?} ({e}); expected RFC 3339 such as 2026-11-30T04:00:00Z"
             )
         })?;
-        Ok(Self::from(parsed))
+        Ok(Self::from(parsed.to_utc()))
     }
 
     /// Formats as RFC 3339 in UTC, or as raw seconds if out of range.
     pub fn to_rfc3339(self) -> String {
-        let nanos = i128::from(self.seconds) * 1_000_000_000 + i128::from(self.nanoseconds);
-        OffsetDateTime::from_unix_timestamp_nanos(nanos)
-            .ok()
-            .and_then(|t| t.format(&Rfc3339).ok())
+        DateTime::from_timestamp(self.seconds, self.nanoseconds)
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
             .unwrap_or_else(|| format!("@{}.{:09}", self.seconds, self.nanoseconds))
     }
 }
 
-impl From<OffsetDateTime> for Timestamp {
-    fn from(t: OffsetDateTime) -> Self {
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(t: DateTime<Utc>) -> Self {
         Self {
-            seconds: t.unix_timestamp(),
+            seconds: t.timestamp(),
             nanoseconds: t.nanosecond(),
         }
     }

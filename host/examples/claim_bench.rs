@@ -15,8 +15,8 @@
 
 use std::time::Instant;
 
+use chrono::Utc;
 use nomos_continue::store::{bench, Store};
-use time::OffsetDateTime;
 
 struct Args {
     rows: i64,
@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.migrate().await?;
 
     let started = Instant::now();
-    bench::fill_link_history(&store, args.rows, args.pending, OffsetDateTime::now_utc()).await?;
+    bench::fill_link_history(&store, args.rows, args.pending, Utc::now()).await?;
     let fill = started.elapsed();
     let started = Instant::now();
     bench::vacuum_analyze(&store).await?;

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use chrono::Utc;
 use futures_util::stream::{self, StreamExt};
 use nomos_continue::agent::{Agent, AgentError, Continuation, Notice};
 use nomos_continue::clock::SystemClock;
@@ -32,7 +33,6 @@ use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::{bench, Route, Store};
 use nomos_continue::worker::{spawn_pg_listener, Worker, WorkerConfig};
 use rand::Rng;
-use time::OffsetDateTime;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -130,11 +130,11 @@ async fn open_store(args: &Args) -> Result<(Store, Option<tempfile::TempDir>), E
 /// `n` sessions with an open window, set up 16 at a time.
 async fn open_sessions(store: &Store, n: usize) -> Result<Vec<Uuid>, Error> {
     let sessions: Vec<Uuid> = (0..n).map(|_| Uuid::new_v4()).collect();
-    let now = OffsetDateTime::now_utc();
+    let now = Utc::now();
     let results: Vec<_> = stream::iter(sessions.iter().copied())
         .map(|s| async move {
             store
-                .approve(s, Route::Button, now, time::Duration::minutes(30))
+                .approve(s, Route::Button, now, chrono::Duration::minutes(30))
                 .await
         })
         .buffer_unordered(16)
@@ -154,7 +154,7 @@ async fn link_and_report(
     status: &str,
     finished: bool,
 ) -> Result<(), Error> {
-    let now = OffsetDateTime::now_utc();
+    let now = Utc::now();
     let results: Vec<Result<(), Error>> = stream::iter(pairs.iter().copied())
         .map(|(s, e)| async move {
             store.link(s, &[e], now).await?;
@@ -224,16 +224,14 @@ async fn latency(args: &Args) -> Result<(), Error> {
         // new window (deny, approve) before reaching it.
         per_session[i % sessions.len()] += 1;
         if per_session[i % sessions.len()] % 15 == 0 {
-            let now = OffsetDateTime::now_utc();
+            let now = Utc::now();
             store.deny(session, now).await?;
             store
-                .approve(session, Route::Button, now, time::Duration::minutes(30))
+                .approve(session, Route::Button, now, chrono::Duration::minutes(30))
                 .await?;
         }
         let execution = Uuid::new_v4();
-        store
-            .link(session, &[execution], OffsetDateTime::now_utc())
-            .await?;
+        store.link(session, &[execution], Utc::now()).await?;
         // A random phase against the poll, so polling is measured fairly.
         let phase = if args.poll_only { args.poll_ms } else { 5 };
         tokio::time::sleep(Duration::from_millis(
@@ -242,13 +240,7 @@ async fn latency(args: &Args) -> Result<(), Error> {
         .await;
         let start = Instant::now();
         store
-            .upsert_execution_status(
-                execution,
-                "completed",
-                "ok",
-                OffsetDateTime::now_utc(),
-                true,
-            )
+            .upsert_execution_status(execution, "completed", "ok", Utc::now(), true)
             .await?;
         if args.sqlite && !args.poll_only {
             waker.notify_one(); // what the API does on SQLite

@@ -3,11 +3,11 @@
 
 use std::sync::Mutex;
 
-use time::{Duration, OffsetDateTime};
+use chrono::{DateTime, Duration, Utc};
 
 /// A source of "now".
 pub trait Clock: Send + Sync {
-    fn now(&self) -> OffsetDateTime;
+    fn now(&self) -> DateTime<Utc>;
 }
 
 /// The system's wall clock.
@@ -15,19 +15,19 @@ pub trait Clock: Send + Sync {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc()
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
     }
 }
 
 /// A clock that only moves when told to; for tests and the demo.
 #[derive(Debug)]
 pub struct ManualClock {
-    now: Mutex<OffsetDateTime>,
+    now: Mutex<DateTime<Utc>>,
 }
 
 impl ManualClock {
-    pub fn new(start: OffsetDateTime) -> Self {
+    pub fn new(start: DateTime<Utc>) -> Self {
         Self {
             now: Mutex::new(start),
         }
@@ -40,13 +40,13 @@ impl ManualClock {
     }
 
     /// Sets the clock.
-    pub fn set(&self, to: OffsetDateTime) {
+    pub fn set(&self, to: DateTime<Utc>) {
         *self.now.lock().unwrap_or_else(|p| p.into_inner()) = to;
     }
 }
 
 impl Clock for ManualClock {
-    fn now(&self) -> OffsetDateTime {
+    fn now(&self) -> DateTime<Utc> {
         *self.now.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -70,7 +70,7 @@ impl OffsetClock {
     pub fn new(local: std::sync::Arc<dyn Clock>) -> Self {
         Self {
             local,
-            offset: Mutex::new(Duration::ZERO),
+            offset: Mutex::new(Duration::zero()),
         }
     }
 
@@ -78,7 +78,7 @@ impl OffsetClock {
     /// readings whose midpoint it is compared with) and keeps it. Returns it.
     pub async fn sync<F, E>(&self, reference: F) -> Result<Duration, E>
     where
-        F: std::future::Future<Output = Result<OffsetDateTime, E>>,
+        F: std::future::Future<Output = Result<DateTime<Utc>, E>>,
     {
         let before = self.local.now();
         let remote = reference.await?;
@@ -95,7 +95,7 @@ impl OffsetClock {
 }
 
 impl Clock for OffsetClock {
-    fn now(&self) -> OffsetDateTime {
+    fn now(&self) -> DateTime<Utc> {
         self.local.now() + self.offset()
     }
 }
@@ -107,14 +107,14 @@ mod tests {
 
     #[tokio::test]
     async fn offset_clock_follows_its_reference() {
-        let start = OffsetDateTime::UNIX_EPOCH + Duration::days(20_000);
+        let start = DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000);
         let local = Arc::new(ManualClock::new(start - Duration::seconds(2)));
         let clock = OffsetClock::new(local.clone());
         assert_eq!(clock.now(), start - Duration::seconds(2));
         let offset = clock
             .sync(async { Ok::<_, std::convert::Infallible>(start) })
             .await
-            .unwrap_or(Duration::ZERO);
+            .unwrap_or(Duration::zero());
         assert_eq!(offset, Duration::seconds(2));
         assert_eq!(clock.now(), start);
         local.advance(Duration::seconds(5));

@@ -12,8 +12,8 @@ use nomos_continue::agent::{
 use nomos_continue::store::{Role, Store, StoreError};
 use nomos_continue_tests::http::{RecordingServer, Reply, Script};
 use serde_json::json;
-use time::macros::datetime;
-use time::OffsetDateTime;
+
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores!(
@@ -26,8 +26,10 @@ nomos_continue_tests::on_both_stores!(
     chat_agent_over_the_store_calls_the_model_once_per_key,
 );
 
-fn t0() -> OffsetDateTime {
-    datetime!(2026-11-30 04:00:00 UTC)
+fn t0() -> DateTime<Utc> {
+    "2026-11-30T04:00:00Z"
+        .parse::<chrono::DateTime<chrono::Utc>>()
+        .expect("a valid time")
 }
 
 fn history(store: &Store) -> &dyn ChatHistory {

@@ -113,16 +113,26 @@ fn storage_knows_nothing_above_it() {
             "agent", "api", "worker", "policy", "deploy", "demo", "commands", "server", "clock",
         ],
     );
-    assert!(found.is_empty(), "storage imports a layer above it:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "storage imports a layer above it:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
 fn the_sandbox_knows_no_database() {
     let found = violations(
         "policy",
-        &["store", "deploy", "worker", "api", "agent", "demo", "commands", "server"],
+        &[
+            "store", "deploy", "worker", "api", "agent", "demo", "commands", "server",
+        ],
     );
-    assert!(found.is_empty(), "the policy sandbox imports:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "the policy sandbox imports:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -133,7 +143,10 @@ fn the_host_meets_the_guest_only_through_wit() {
         .map(str::trim)
         .filter(|l| l.starts_with("nomos-policy-default"))
         .collect();
-    assert!(deps.is_empty(), "host/Cargo.toml depends on the guest crate: {deps:?}");
+    assert!(
+        deps.is_empty(),
+        "host/Cargo.toml depends on the guest crate: {deps:?}"
+    );
     let dirs = ["host/src", "host/benches", "host/examples"];
     let mut found = Vec::new();
     for dir in dirs {
@@ -144,5 +157,9 @@ fn the_host_meets_the_guest_only_through_wit() {
             }
         }
     }
-    assert!(found.is_empty(), "host code names the guest crate:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "host code names the guest crate:\n{}",
+        found.join("\n")
+    );
 }

@@ -5,8 +5,8 @@
 use nomos_continue::store::{
     Claim, ContinuationPlan, DeliveryState, PlanOutcome, Route, Settlement, Store,
 };
-use time::macros::datetime;
-use time::Duration;
+
+use chrono::Duration;
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores!(
@@ -26,7 +26,9 @@ fn plan<'a>(session: Uuid, ids: &'a [Uuid], key: &'a str) -> ContinuationPlan<'a
 }
 
 async fn a_refused_plan_does_not_undo_the_others(store: Store) {
-    let now = datetime!(2026-11-30 04:00:00 UTC);
+    let now = "2026-11-30T04:00:00Z"
+        .parse::<chrono::DateTime<chrono::Utc>>()
+        .expect("a valid time");
     let (open, closed) = (Uuid::new_v4(), Uuid::new_v4());
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     store
@@ -84,7 +86,9 @@ async fn a_refused_plan_does_not_undo_the_others(store: Store) {
 }
 
 async fn batch_completion_is_a_compare_and_set(store: Store) {
-    let now = datetime!(2026-11-30 04:00:00 UTC);
+    let now = "2026-11-30T04:00:00Z"
+        .parse::<chrono::DateTime<chrono::Utc>>()
+        .expect("a valid time");
     let (s1, s2) = (Uuid::new_v4(), Uuid::new_v4());
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     for (s, id, key) in [(s1, a, "k1"), (s2, b, "k2")] {

@@ -23,8 +23,8 @@ mod plan;
 mod workers;
 
 use nomos_continue::store::{ContinuationPlan, Delivery, PlanOutcome, Route, Store};
-use time::macros::datetime;
-use time::{Duration, OffsetDateTime};
+
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores! {
@@ -65,12 +65,14 @@ nomos_continue_tests::on_both_stores! {
 // ---- shared helpers for the bodies ------------------------------------------
 
 /// The injected clock's origin.
-pub(crate) fn t0() -> OffsetDateTime {
-    datetime!(2026-11-30 04:00:00 UTC)
+pub(crate) fn t0() -> DateTime<Utc> {
+    "2026-11-30T04:00:00Z"
+        .parse::<chrono::DateTime<chrono::Utc>>()
+        .expect("a valid time")
 }
 
 /// `t0` plus seconds.
-pub(crate) fn at(secs: i64) -> OffsetDateTime {
+pub(crate) fn at(secs: i64) -> DateTime<Utc> {
     t0() + Duration::seconds(secs)
 }
 
@@ -102,7 +104,7 @@ pub(crate) async fn planned(
     store: &Store,
     session: Uuid,
     execs: &[Uuid],
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Delivery {
     let key = format!("k-{}", Uuid::new_v4());
     let plan = ContinuationPlan {

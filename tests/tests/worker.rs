@@ -18,8 +18,8 @@ use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::{DeliveryState, Route, Settlement, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
-use time::macros::datetime;
-use time::Duration;
+
+use chrono::Duration;
 use uuid::Uuid;
 
 fn policy() -> Arc<PolicyRuntime> {
@@ -64,7 +64,11 @@ impl Rig {
     }
 
     fn new(store: Store) -> Self {
-        let clock = Arc::new(ManualClock::new(datetime!(2026-11-30 04:00:00 UTC)));
+        let clock = Arc::new(ManualClock::new(
+            "2026-11-30T04:00:00Z"
+                .parse::<chrono::DateTime<chrono::Utc>>()
+                .expect("a valid time"),
+        ));
         let agent = Arc::new(RecordingAgent::default());
         let config = WorkerConfig {
             worker_id: "test-worker".into(),

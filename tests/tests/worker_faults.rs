@@ -462,7 +462,7 @@ async fn without_the_wake_listener_the_poll_completes_the_work() {
         listeners(&db).await.is_empty(),
         "a LISTEN connection exists despite --no-wake-listener"
     );
-    let now = time::OffsetDateTime::now_utc();
+    let now = chrono::Utc::now();
     for id in work.executions() {
         db.store
             .upsert_execution_status(id, "completed", "ok", now, true)

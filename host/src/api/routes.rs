@@ -101,13 +101,13 @@ pub(super) async fn decide_approval(
             // overflow (`"minutes": 9223372036854775807`).
             let duration = match approval.minutes {
                 None => MAX_WINDOW,
-                Some(m) if (1..=MAX_WINDOW.whole_minutes()).contains(&m) => {
-                    time::Duration::minutes(m)
+                Some(m) if (1..=MAX_WINDOW.num_minutes()).contains(&m) => {
+                    chrono::Duration::minutes(m)
                 }
                 Some(m) => {
                     return Err(ApiError::BadRequest(format!(
                         "minutes must be between 1 and {}, got {m}",
-                        MAX_WINDOW.whole_minutes()
+                        MAX_WINDOW.num_minutes()
                     )))
                 }
             };

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -259,10 +260,10 @@ async fn register(
     store: &Store,
     config: &ServeConfig,
     instance: Uuid,
-    now: time::OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     let worker_id = &config.worker.worker_id;
-    let stale_after = time::Duration::try_from(config.worker_stale_after)
+    let stale_after = chrono::Duration::from_std(config.worker_stale_after)
         .context("the worker registration's staleness limit")?;
     let registration = store
         .register_worker(worker_id, instance, now, stale_after)
@@ -271,7 +272,7 @@ async fn register(
     match registration {
         Registration::Registered => Ok(()),
         Registration::Duplicate { heartbeat_at } => {
-            let lapses_in = (heartbeat_at + stale_after - now).max(time::Duration::ZERO);
+            let lapses_in = (heartbeat_at + stale_after - now).max(chrono::Duration::zero());
             anyhow::bail!(
                 "worker id {worker_id:?} is in use by another live process (its last \
                  heartbeat was {:.1} s ago); leases are named by worker id, so give each \

@@ -3,7 +3,7 @@
 //! session: planning many sessions in one transaction with a savepoint per
 //! session.
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::plan::{is_unique_violation, plan_lite, plan_pg};
@@ -51,7 +51,7 @@ impl Store {
     pub async fn plan_continuations(
         &self,
         plans: &[ContinuationPlan<'_>],
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<Vec<PlanOutcome>> {
         let now = trunc(now);
         let mut order: Vec<usize> = (0..plans.len()).collect();

@@ -5,8 +5,8 @@
 //! question it answers ("does the poll stay flat as history grows?") is about
 //! the production backend's partial index.
 
+use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, Row};
-use time::OffsetDateTime;
 
 use super::links::PENDING_LINKS_PG;
 use super::{trunc, Db, Result, Store, StoreError};
@@ -66,7 +66,7 @@ pub async fn fill_link_history(
     store: &Store,
     settled: i64,
     pending: i64,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     let pool = pg(store)?;
     let now = trunc(now);
@@ -80,7 +80,7 @@ pub async fn fill_link_history(
          FROM generate_series(1, $1) AS g",
     )
     .bind(settled)
-    .bind(now - time::Duration::seconds(pending + 1))
+    .bind(now - chrono::Duration::seconds(pending + 1))
     .execute(pool)
     .await?;
     sqlx::query(

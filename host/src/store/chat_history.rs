@@ -13,8 +13,8 @@
 //! which [`Store::turns`] never reads, they cannot reach the model.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::decode::{self, RowExt};
@@ -37,8 +37,7 @@ pub struct SessionNotice {
     /// What the operator is told.
     pub message: String,
     /// When it was first recorded.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
+    pub created_at: DateTime<Utc>,
 }
 
 fn notice<R: RowExt>(r: &R) -> Result<SessionNotice> {
@@ -73,7 +72,7 @@ impl Store {
         role: Role,
         content: &str,
         key: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<Option<Turn>> {
         check_key(key)?;
         let now = trunc(now);
@@ -146,7 +145,7 @@ impl Store {
         session_id: Uuid,
         message: &str,
         key: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<Option<SessionNotice>> {
         check_key(key)?;
         let now = trunc(now);
@@ -244,7 +243,7 @@ impl ChatHistory for Store {
         content: &str,
         idempotency_key: &str,
     ) -> Result<(), HistoryError> {
-        let now = OffsetDateTime::now_utc();
+        let now = Utc::now();
         self.append_turn_once(session, Role::Assistant, content, idempotency_key, now)
             .await
             .map(|_| ())
@@ -257,7 +256,7 @@ impl ChatHistory for Store {
         message: &str,
         idempotency_key: &str,
     ) -> Result<(), HistoryError> {
-        let now = OffsetDateTime::now_utc();
+        let now = Utc::now();
         Store::append_notice(self, session, message, idempotency_key, now)
             .await
             .map(|_| ())

@@ -6,7 +6,7 @@
 //! took over can no longer record anything, and two processes wrongly given
 //! the same worker id cannot settle each other's claims.
 
-use time::{Duration, OffsetDateTime};
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::decode;
@@ -21,7 +21,7 @@ pub struct FailedCall<'a> {
     /// The error, kept as the row's `last_error`.
     pub error: &'a str,
     /// When the row may be claimed again (ignored when giving up).
-    pub next_attempt_at: OffsetDateTime,
+    pub next_attempt_at: DateTime<Utc>,
     /// The agent was short (down, timed out, throttling): counted in
     /// `shortages` as well as in `attempts`.
     pub shortage: bool,
@@ -57,7 +57,7 @@ impl Store {
     pub async fn claim_deliveries(
         &self,
         worker_id: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         lease: Duration,
         limit: i64,
     ) -> Result<Vec<Delivery>> {
@@ -143,7 +143,7 @@ impl Store {
     pub async fn renew_leases(
         &self,
         claims: &[Claim],
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         lease: Duration,
     ) -> Result<Vec<Uuid>> {
         if claims.is_empty() {
@@ -196,7 +196,7 @@ impl Store {
     pub async fn complete_deliveries(
         &self,
         claims: &[Claim],
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<Vec<Uuid>> {
         if claims.is_empty() {
             return Ok(Vec::new());
@@ -275,7 +275,7 @@ impl Store {
         &self,
         claim: Claim,
         call: &FailedCall<'_>,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<AttemptOutcome> {
         let now = trunc(now);
         let next = trunc(call.next_attempt_at);
@@ -368,7 +368,7 @@ impl Store {
     /// Gives a lease back without recording an attempt (graceful shutdown:
     /// the row becomes claimable at once by another worker). `false` if the
     /// claim no longer held it.
-    pub async fn release_lease(&self, claim: Claim, now: OffsetDateTime) -> Result<bool> {
+    pub async fn release_lease(&self, claim: Claim, now: DateTime<Utc>) -> Result<bool> {
         let now = trunc(now);
         let n = match &self.db {
             Db::Pg(pool) => sqlx::query(

@@ -4,10 +4,10 @@
 //! represented (see the module docs of [`super`]). [`RowExt`] hides that, so
 //! each row type has one decoder shared by both backends.
 
+use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::types::{Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window};
@@ -17,8 +17,8 @@ use super::{from_micros, Result, StoreError};
 pub(crate) trait RowExt {
     fn uuid(&self, col: &'static str) -> Result<Uuid>;
     fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>>;
-    fn time(&self, col: &'static str) -> Result<OffsetDateTime>;
-    fn opt_time(&self, col: &'static str) -> Result<Option<OffsetDateTime>>;
+    fn time(&self, col: &'static str) -> Result<DateTime<Utc>>;
+    fn opt_time(&self, col: &'static str) -> Result<Option<DateTime<Utc>>>;
     fn text(&self, col: &'static str) -> Result<String>;
     fn opt_text(&self, col: &'static str) -> Result<Option<String>>;
     fn int(&self, col: &'static str) -> Result<i32>;
@@ -52,10 +52,10 @@ impl RowExt for PgRow {
     fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>> {
         Ok(self.try_get(col)?)
     }
-    fn time(&self, col: &'static str) -> Result<OffsetDateTime> {
+    fn time(&self, col: &'static str) -> Result<DateTime<Utc>> {
         Ok(self.try_get(col)?)
     }
-    fn opt_time(&self, col: &'static str) -> Result<Option<OffsetDateTime>> {
+    fn opt_time(&self, col: &'static str) -> Result<Option<DateTime<Utc>>> {
         Ok(self.try_get(col)?)
     }
     fn text(&self, col: &'static str) -> Result<String> {
@@ -88,10 +88,10 @@ impl RowExt for SqliteRow {
         let value: Option<String> = self.try_get(col)?;
         value.map(|v| lite_uuid(col, v)).transpose()
     }
-    fn time(&self, col: &'static str) -> Result<OffsetDateTime> {
+    fn time(&self, col: &'static str) -> Result<DateTime<Utc>> {
         from_micros(col, self.try_get(col)?)
     }
-    fn opt_time(&self, col: &'static str) -> Result<Option<OffsetDateTime>> {
+    fn opt_time(&self, col: &'static str) -> Result<Option<DateTime<Utc>>> {
         let value: Option<i64> = self.try_get(col)?;
         value.map(|v| from_micros(col, v)).transpose()
     }

@@ -1,7 +1,7 @@
 //! The ledger: reading it, and releasing expired leases (the claims
 //! themselves are in `claims`).
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
@@ -24,7 +24,7 @@ impl Store {
     /// for correctness ([`Store::claim_deliveries`] takes expired leases over
     /// by itself) and it does not count an attempt: a crash is not the
     /// agent's failure.
-    pub async fn release_expired_leases(&self, now: OffsetDateTime) -> Result<u64> {
+    pub async fn release_expired_leases(&self, now: DateTime<Utc>) -> Result<u64> {
         let now = trunc(now);
         Ok(match &self.db {
             Db::Pg(pool) => sqlx::query(

@@ -12,7 +12,7 @@
 //! a row with a NULL `status` has not reported, and a row that still does
 //! not decode is skipped with a warning (see [`decode::or_skip`]).
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
@@ -83,7 +83,7 @@ impl Store {
         id: Uuid,
         status: &str,
         result: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         finished: bool,
     ) -> Result<ReportOutcome> {
         let status = status.trim();

@@ -1,8 +1,8 @@
 //! The ledger's types: a delivery row, the claim a worker holds on it, and
 //! what planning and recording an attempt answer.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::types::{DeliveryKind, DeliveryState};
@@ -29,24 +29,19 @@ pub struct Delivery {
     /// Failed attempts so far.
     pub attempts: i32,
     /// Not claimable before this.
-    #[serde(with = "time::serde::rfc3339")]
-    pub next_attempt_at: OffsetDateTime,
+    pub next_attempt_at: DateTime<Utc>,
     /// The worker holding the lease, if any.
     pub lease_owner: Option<String>,
     /// When that lease lapses and the row becomes claimable again.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub lease_expires_at: Option<OffsetDateTime>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
     /// The last attempt's error.
     pub last_error: Option<String>,
     /// When planned.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
+    pub created_at: DateTime<Utc>,
     /// When delivered.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub delivered_at: Option<OffsetDateTime>,
+    pub delivered_at: Option<DateTime<Utc>>,
     /// Last change.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
+    pub updated_at: DateTime<Utc>,
     /// Times claimed, including this claim: a worker that dies mid-call
     /// records no attempt, so this is what bounds redeliveries of a delivery
     /// that keeps crashing its worker.
@@ -56,12 +51,10 @@ pub struct Delivery {
     pub claim_token: Option<Uuid>,
     /// When the current claim was taken (renewals leave it): the moment the
     /// window was checked for the call that followed.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub claimed_at: Option<OffsetDateTime>,
+    pub claimed_at: Option<DateTime<Utc>>,
     /// When the first failed call was recorded: the retry budget is wall
     /// time from here.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub first_failed_at: Option<OffsetDateTime>,
+    pub first_failed_at: Option<DateTime<Utc>>,
     /// Failed calls that were a shortage on the agent's side (down, timed
     /// out, "come back later"); `attempts - shortages` is what the policy
     /// is shown as failed attempts.
@@ -164,7 +157,7 @@ pub enum AttemptOutcome {
         /// Failed attempts so far.
         attempts: i32,
         /// When it may be claimed again.
-        next_attempt_at: OffsetDateTime,
+        next_attempt_at: DateTime<Utc>,
     },
     /// The budget is spent: the row is `failed` and, for a continuation, its
     /// links are settled with outcome `failed`.

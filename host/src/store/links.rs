@@ -1,6 +1,6 @@
 //! Links between executions and sessions: create, list, drop.
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
@@ -54,7 +54,7 @@ impl Store {
         &self,
         session_id: Uuid,
         execution_ids: &[Uuid],
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<LinkOutcome> {
         let now = trunc(now);
         let mut out = LinkOutcome::default();
@@ -257,7 +257,7 @@ impl Store {
     pub async fn session_snapshot(
         &self,
         session_id: Uuid,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         is_terminal: &(dyn Fn(&str) -> bool + Send + Sync),
     ) -> Result<SessionSnapshot> {
         let window = self.window(session_id).await?;
@@ -294,7 +294,7 @@ impl Store {
         execution_ids: &[Uuid],
         reason: &str,
         notice: Option<Notice<'_>>,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<DropOutcome> {
         self.drop_links_seen(session_id, execution_ids, reason, notice, now, None)
             .await
@@ -312,8 +312,8 @@ impl Store {
         execution_ids: &[Uuid],
         reason: &str,
         notice: Option<Notice<'_>>,
-        now: OffsetDateTime,
-        guard: Option<Option<OffsetDateTime>>,
+        now: DateTime<Utc>,
+        guard: Option<Option<DateTime<Utc>>>,
     ) -> Result<DropOutcome> {
         let now = trunc(now);
         let ids = dedup(execution_ids);

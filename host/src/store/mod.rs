@@ -13,7 +13,7 @@
 //! # Conventions
 //!
 //! - **Time is an argument.** Every function that writes or compares a time
-//!   takes `now: OffsetDateTime` from the caller; no query reads the database
+//!   takes `now: DateTime<Utc>` from the caller; no query reads the database
 //!   clock. Tests inject a clock, and replicas with skewed database clocks
 //!   agree with the worker that decided. Times are kept at microsecond
 //!   precision (PostgreSQL's), so a value read back equals the value written.
@@ -57,13 +57,13 @@ mod workers;
 
 use std::str::FromStr;
 
+use chrono::{DateTime, Duration, Utc};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use thiserror::Error;
-use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 pub use types::*;
@@ -320,12 +320,12 @@ impl Store {
     /// The database's clock (`clock_timestamp()` on PostgreSQL), the one
     /// clock every replica times windows by (see `clock::OffsetClock`).
     /// SQLite is a file on this machine: its clock is this machine's.
-    pub async fn database_now(&self) -> Result<OffsetDateTime> {
+    pub async fn database_now(&self) -> Result<DateTime<Utc>> {
         match &self.db {
             Db::Pg(pool) => Ok(sqlx::query_scalar("SELECT clock_timestamp()")
                 .fetch_one(pool)
                 .await?),
-            Db::Lite(_) => Ok(OffsetDateTime::now_utc()),
+            Db::Lite(_) => Ok(Utc::now()),
         }
     }
 
@@ -362,24 +362,20 @@ pub fn parse_uuid(text: &str) -> Result<Uuid> {
 
 /// Truncates a time to microseconds, the precision both backends store, so
 /// that what a caller writes and what it reads back compare equal.
-pub(crate) fn trunc(t: OffsetDateTime) -> OffsetDateTime {
-    let micros = t.nanosecond() / 1_000;
-    t.replace_nanosecond(micros * 1_000).unwrap_or(t)
+pub(crate) fn trunc(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
 }
 
 /// A time as SQLite stores it: microseconds since the Unix epoch, UTC.
-pub(crate) fn micros(t: OffsetDateTime) -> i64 {
-    let m = t.unix_timestamp_nanos() / 1_000;
-    i64::try_from(m).unwrap_or(if m < 0 { i64::MIN } else { i64::MAX })
+pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
 }
 
 /// The inverse of [`micros`].
-pub(crate) fn from_micros(column: &'static str, m: i64) -> Result<OffsetDateTime> {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1_000).map_err(|_| {
-        StoreError::Corrupt {
-            column,
-            value: m.to_string(),
-        }
+pub(crate) fn from_micros(column: &'static str, m: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(m).ok_or_else(|| StoreError::Corrupt {
+        column,
+        value: m.to_string(),
     })
 }
 

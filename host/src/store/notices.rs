@@ -2,7 +2,7 @@
 //! that ends a delivery without an acceptance shares, inside its own
 //! transaction.
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::types::Delivery;
@@ -14,7 +14,7 @@ pub(crate) async fn settle_links_pg(
     delivery: Uuid,
     outcome: &str,
     reason: &str,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     sqlx::query(
         "UPDATE nomos_plan_executions SET continued_at = $2, outcome = $3, reason = $4 \
@@ -35,7 +35,7 @@ pub(crate) async fn settle_links_lite(
     delivery: Uuid,
     outcome: &str,
     reason: &str,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     sqlx::query(
         "UPDATE nomos_plan_executions SET continued_at = ?2, outcome = ?3, reason = ?4 \
@@ -78,7 +78,7 @@ pub(crate) async fn insert_notice_pg(
     about: NoticeAbout<'_>,
     key: &str,
     message: &str,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<bool> {
     let written = sqlx::query(
         "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
@@ -105,7 +105,7 @@ pub(crate) async fn insert_notice_lite(
     about: NoticeAbout<'_>,
     key: &str,
     message: &str,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<bool> {
     let written = sqlx::query(
         "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
@@ -135,7 +135,7 @@ impl Store {
         about: NoticeAbout<'_>,
         key: &str,
         message: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<bool> {
         let now = trunc(now);
         match &self.db {

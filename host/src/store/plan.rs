@@ -2,10 +2,10 @@
 //! invariants (open window, cap, one in flight per session, a link is folded
 //! into at most one continuation).
 
+use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{PgConnection, SqliteConnection};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::decode::{self, WINDOW_COLS};
@@ -39,7 +39,7 @@ impl Store {
     pub async fn plan_continuation(
         &self,
         plan: &ContinuationPlan<'_>,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<PlanOutcome> {
         let ids = dedup(plan.execution_ids);
         if ids.is_empty() {
@@ -163,7 +163,7 @@ pub(super) fn is_unique_violation(e: &sqlx::Error, hint: &str) -> bool {
 /// Why the window CAS matched nothing.
 fn window_refusal(
     window: Option<super::types::Window>,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
     hard_cap: i32,
 ) -> PlanOutcome {
     match window {
@@ -187,7 +187,7 @@ pub(super) async fn plan_pg(
     tx: &mut PgConnection,
     plan: &ContinuationPlan<'_>,
     ids: &[Uuid],
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<PlanOutcome> {
     let existing: Option<PgRow> = sqlx::query(concat!(
         "SELECT ",
@@ -281,7 +281,7 @@ pub(super) async fn plan_lite(
     tx: &mut SqliteConnection,
     plan: &ContinuationPlan<'_>,
     ids: &[Uuid],
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> Result<PlanOutcome> {
     let session = plan.session_id.to_string();
     let ids_json = json_ids(ids);

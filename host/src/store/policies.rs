@@ -1,8 +1,8 @@
 //! Continuation policy revisions and the active one.
 
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::Row;
-use time::OffsetDateTime;
 
 use super::decode::RowExt;
 use super::types::{ActivePolicy, PolicyRevision};
@@ -27,7 +27,7 @@ impl Store {
         wasm: &[u8],
         name: &str,
         version: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<bool> {
         let actual = policy_hash(wasm);
         if hash != actual {
@@ -70,7 +70,7 @@ impl Store {
     /// [`Store::active_policy`] and converge). [`StoreError::UnknownPolicy`]
     /// if it was never saved; one transaction, so the active row always
     /// names a stored revision.
-    pub async fn activate_policy(&self, hash: &str, now: OffsetDateTime) -> Result<()> {
+    pub async fn activate_policy(&self, hash: &str, now: DateTime<Utc>) -> Result<()> {
         let now = trunc(now);
         match &self.db {
             Db::Pg(pool) => {

@@ -1,7 +1,7 @@
 //! Ending a continuation that will not be sent (its window closed while it
 //! waited), and the operator's retry of one that ended `failed`.
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::claims::settled_notice_key;
@@ -66,7 +66,7 @@ impl Store {
     /// worker drops them with [`Store::drop_continuation`].
     pub async fn continuations_outside_window(
         &self,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Delivery, Option<Window>)>> {
         let now = trunc(now);
@@ -120,7 +120,7 @@ impl Store {
         id: Uuid,
         reason: &str,
         message: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<bool> {
         let now = trunc(now);
         let key = settled_notice_key("w", id);
@@ -180,7 +180,7 @@ impl Store {
         claim: Claim,
         reason: &str,
         message: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<bool> {
         let now = trunc(now);
         let key = settled_notice_key("p", claim.id);
@@ -237,7 +237,7 @@ impl Store {
     /// runtime still recognises it), and its links unsettled so that the
     /// agent's acceptance settles them `continued`. A continuation needs an
     /// open window and no other pending continuation of its session.
-    pub async fn retry_delivery(&self, id: Uuid, now: OffsetDateTime) -> Result<RetryOutcome> {
+    pub async fn retry_delivery(&self, id: Uuid, now: DateTime<Utc>) -> Result<RetryOutcome> {
         let now = trunc(now);
         let Some(current) = self.delivery(id).await? else {
             return Ok(RetryOutcome::NotFound);

@@ -1,6 +1,6 @@
 //! Chat turns for the built-in `chatWith` adapter.
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
@@ -20,7 +20,7 @@ impl Store {
         session_id: Uuid,
         role: Role,
         content: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<Turn> {
         let now = trunc(now);
         match &self.db {

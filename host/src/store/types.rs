@@ -7,8 +7,8 @@ pub use super::ledger::*;
 use std::fmt;
 use std::str::FromStr;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::StoreError;
@@ -141,28 +141,24 @@ pub struct Window {
     /// The chat session.
     pub session_id: Uuid,
     /// When the current window was opened; kept when an approval extends it.
-    #[serde(with = "time::serde::rfc3339")]
-    pub opened_at: OffsetDateTime,
+    pub opened_at: DateTime<Utc>,
     /// The window is open strictly before this instant. A denial sets it to
     /// the denial time, so a closed window is also not open by times alone.
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
+    pub expires_at: DateTime<Utc>,
     /// The route of the latest approval.
     pub route: Route,
     /// Continuations planned in this window (the loop guard's counter).
     pub continuations: i32,
     /// Set by a denial.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub closed_at: Option<OffsetDateTime>,
+    pub closed_at: Option<DateTime<Utc>>,
     /// Last change.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl Window {
     /// Open at `now`: `opened_at <= now < expires_at` and not closed. The
     /// same rule the default policy and [`super::Store::plan_continuation`] use.
-    pub fn is_open_at(&self, now: OffsetDateTime) -> bool {
+    pub fn is_open_at(&self, now: DateTime<Utc>) -> bool {
         self.closed_at.is_none() && self.opened_at <= now && now < self.expires_at
     }
 }
@@ -189,18 +185,15 @@ pub struct ReadyLink {
     /// The session it is linked to.
     pub session_id: Uuid,
     /// When the link was made (the ordering key).
-    #[serde(with = "time::serde::rfc3339")]
-    pub linked_at: OffsetDateTime,
+    pub linked_at: DateTime<Utc>,
     /// `executions.status`, as reported.
     pub status: String,
     /// `executions.result`.
     pub result: String,
     /// `executions.updated_at`.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
+    pub updated_at: DateTime<Utc>,
     /// `executions.finished_at`.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub finished_at: Option<OffsetDateTime>,
+    pub finished_at: Option<DateTime<Utc>>,
 }
 
 impl ReadyLink {
@@ -222,7 +215,7 @@ impl ReadyLink {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PendingCursor {
     /// `created_at` of the last row seen.
-    pub linked_at: OffsetDateTime,
+    pub linked_at: DateTime<Utc>,
     /// `execution_id` of the last row seen.
     pub execution_id: Uuid,
 }
@@ -235,11 +228,9 @@ pub struct Link {
     /// The session.
     pub session_id: Uuid,
     /// When linked.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
+    pub created_at: DateTime<Utc>,
     /// When settled (whatever the outcome).
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub continued_at: Option<OffsetDateTime>,
+    pub continued_at: Option<DateTime<Utc>>,
     /// The continuation it is folded into, if planned.
     pub delivery_id: Option<Uuid>,
     /// How it was settled.
@@ -290,11 +281,9 @@ pub struct Execution {
     /// Result text (output or error).
     pub result: String,
     /// Last report.
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
+    pub updated_at: DateTime<Utc>,
     /// First report that said "finished".
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub finished_at: Option<OffsetDateTime>,
+    pub finished_at: Option<DateTime<Utc>>,
 }
 
 /// A stored chat turn.
@@ -312,8 +301,7 @@ pub struct Turn {
     /// turns the operator recorded.
     pub idempotency_key: Option<String>,
     /// When.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
+    pub created_at: DateTime<Utc>,
 }
 
 /// A stored policy revision, without its bytes.
@@ -326,8 +314,7 @@ pub struct PolicyRevision {
     /// Version the policy declares.
     pub version: String,
     /// When saved.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
+    pub created_at: DateTime<Utc>,
 }
 
 /// The active policy with its bytes, ready to compile.
@@ -342,7 +329,7 @@ pub struct ActivePolicy {
     /// Version.
     pub version: String,
     /// When it became active.
-    pub activated_at: OffsetDateTime,
+    pub activated_at: DateTime<Utc>,
 }
 
 /// Everything `GET /v1/sessions/{id}` shows.
@@ -388,8 +375,7 @@ pub struct LateReport {
     /// The result reported.
     pub result: String,
     /// When it was reported.
-    #[serde(with = "time::serde::rfc3339")]
-    pub reported_at: OffsetDateTime,
+    pub reported_at: DateTime<Utc>,
 }
 
 /// What [`Store::register_worker`](super::Store::register_worker) found.
@@ -401,6 +387,6 @@ pub enum Registration {
     /// A live process holds the worker id; when it last beat.
     Duplicate {
         /// The holder's last heartbeat.
-        heartbeat_at: OffsetDateTime,
+        heartbeat_at: DateTime<Utc>,
     },
 }

@@ -1,6 +1,6 @@
 //! Assent windows: approve (open or extend), deny (close), read.
 
-use time::{Duration, OffsetDateTime};
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::decode::{self, WINDOW_COLS};
@@ -29,10 +29,10 @@ impl Store {
         &self,
         session_id: Uuid,
         route: Route,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         duration: Duration,
     ) -> Result<Window> {
-        if duration <= Duration::ZERO || duration > MAX_WINDOW {
+        if duration <= Duration::zero() || duration > MAX_WINDOW {
             return Err(StoreError::InvalidDuration(duration));
         }
         let now = trunc(now);
@@ -94,7 +94,7 @@ impl Store {
     /// session was never approved, its window was already denied, or it has
     /// already expired at `now`. Pending links stay linked; the worker drops
     /// them (with a notice) when they finish outside a window.
-    pub async fn deny(&self, session_id: Uuid, now: OffsetDateTime) -> Result<Option<Window>> {
+    pub async fn deny(&self, session_id: Uuid, now: DateTime<Utc>) -> Result<Option<Window>> {
         let now = trunc(now);
         match &self.db {
             Db::Pg(pool) => {

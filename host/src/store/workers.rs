@@ -9,7 +9,7 @@
 //! staleness limit belongs to a process that died without unregistering
 //! (SIGKILL, a lost machine), and is taken over.
 
-use time::{Duration, OffsetDateTime};
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::decode::RowExt;
@@ -27,7 +27,7 @@ impl Store {
         &self,
         worker_id: &str,
         instance: Uuid,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         stale_after: Duration,
     ) -> Result<Registration> {
         let now = trunc(now);
@@ -113,7 +113,7 @@ impl Store {
         &self,
         worker_id: &str,
         instance: Uuid,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<bool> {
         let now = trunc(now);
         let n = match &self.db {

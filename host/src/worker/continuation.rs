@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use nomos_policy_default::types as t;
-use time::OffsetDateTime;
 
 use super::{Worker, WorkerError};
 use crate::agent::{Continuation, ExecutionReport};
@@ -42,7 +42,7 @@ impl Worker {
         .await
         .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
         let mut executions = Vec::with_capacity(loaded.len());
-        let mut finished_latest: Option<OffsetDateTime> = None;
+        let mut finished_latest: Option<DateTime<Utc>> = None;
         for execution in loaded {
             let finished = execution.finished_at.unwrap_or(execution.updated_at);
             finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
@@ -60,7 +60,7 @@ impl Worker {
         if let Some(finished) = finished_latest {
             let latency = self.clock.now() - finished;
             self.metrics
-                .pickup_latency(Duration::try_from(latency).unwrap_or(Duration::ZERO));
+                .pickup_latency(latency.to_std().unwrap_or(Duration::ZERO));
         }
         Ok(Continuation {
             session_id: delivery.session_id,

@@ -247,8 +247,8 @@ impl Worker {
         let Some(until) = delivery.lease_expires_at else {
             return false;
         };
-        let margin =
-            time::Duration::try_from(self.config.renew_interval()).unwrap_or(time::Duration::ZERO);
+        let margin = chrono::Duration::from_std(self.config.renew_interval())
+            .unwrap_or(chrono::Duration::zero());
         if self.clock.now() + margin < until {
             return true;
         }
@@ -372,12 +372,12 @@ impl Worker {
     ) -> Result<AttemptOutcome, WorkerError> {
         let now = self.clock.now();
         tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
-        let budget = time::Duration::try_from(self.config.retry_budget)
-            .unwrap_or(time::Duration::minutes(15));
+        let budget = chrono::Duration::from_std(self.config.retry_budget)
+            .unwrap_or(chrono::Duration::minutes(15));
         let deadline = delivery.first_failed_at.unwrap_or(now) + budget;
         let wait = super::backoff(&self.config, delivery.attempts + 1)
             .max(error.retry_after().unwrap_or(Duration::ZERO));
-        let next = (now + time::Duration::try_from(wait).unwrap_or(budget)).min(deadline);
+        let next = (now + chrono::Duration::from_std(wait).unwrap_or(budget)).min(deadline);
         let give_up = !error.is_retryable() || now >= deadline;
         let notice = (give_up && delivery.kind == DeliveryKind::Continuation)
             .then(|| notices::gave_up(delivery, error.message()));

@@ -119,8 +119,8 @@ impl Default for WorkerConfig {
 impl WorkerConfig {
     /// The lease as the store takes it (a lease too long for `time` is a
     /// minute: a misconfiguration must not make claims permanent).
-    pub fn lease_duration(&self) -> time::Duration {
-        time::Duration::try_from(self.lease).unwrap_or(time::Duration::minutes(1))
+    pub fn lease_duration(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::minutes(1))
     }
 
     /// The lease renewal period in effect.

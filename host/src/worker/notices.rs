@@ -1,8 +1,7 @@
 //! The wording of the notices the worker writes: one place, so every path
 //! that settles an execution without continuing it says so the same way.
 
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
+use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;
 
 use crate::store::{Delivery, Window};
@@ -45,8 +44,8 @@ pub(crate) fn gave_up(delivery: &Delivery, error: &str) -> String {
 }
 
 /// Why a planned continuation was not sent: its window is not open at `now`.
-pub(crate) fn window_closed_reason(window: Option<&Window>, now: OffsetDateTime) -> String {
-    let at = |t: OffsetDateTime| t.format(&Rfc3339).unwrap_or_else(|_| t.to_string());
+pub(crate) fn window_closed_reason(window: Option<&Window>, now: DateTime<Utc>) -> String {
+    let at = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
     match window {
         None => "the session has no approved plan in flight".to_string(),
         Some(w) => match w.closed_at {

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
 use nomos_policy_default::types as t;
 use sha2::{Digest, Sha256};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::decide::{Class, Verdict};
@@ -56,7 +56,7 @@ struct SessionDecisions {
     drops: BTreeMap<String, Vec<Uuid>>,
     /// The window row's `updated_at` when the snapshot was read (`None`: no
     /// row): drops are written only while it is unchanged.
-    window_seen: Option<OffsetDateTime>,
+    window_seen: Option<DateTime<Utc>>,
 }
 
 impl Worker {
@@ -206,7 +206,7 @@ impl Worker {
         &self,
         link: &ReadyLink,
         error: &str,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<(), WorkerError> {
         let ids = [link.execution_id];
         let key = idempotency_key("u", link.session_id, &ids, &link.status);
@@ -228,7 +228,7 @@ impl Worker {
         &self,
         link: &ReadyLink,
         snapshot: &SessionSnapshot,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> t::DecisionInput {
         t::DecisionInput {
             now: now.into(),
@@ -273,7 +273,7 @@ impl Worker {
     async fn plan_all(
         &self,
         sessions: &BTreeMap<Uuid, SessionDecisions>,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
         report: &mut PlanReport,
     ) -> Result<Vec<(Uuid, String, Vec<Uuid>)>, WorkerError> {
         struct Folded<'a> {
@@ -369,7 +369,7 @@ impl Worker {
         &self,
         session_id: Uuid,
         decided: SessionDecisions,
-        now: OffsetDateTime,
+        now: DateTime<Utc>,
     ) -> Result<usize, WorkerError> {
         let mut dropped = 0;
         for (reason, ids) in decided.drops {

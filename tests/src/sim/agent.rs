@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use nomos_continue::agent::{Agent, AgentError, Continuation, Notice};
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::store::Store;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use time::OffsetDateTime;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -54,7 +54,7 @@ pub struct Call {
 #[derive(Debug, Default)]
 pub struct Weather {
     /// Every call is refused until then (a runtime restarting).
-    pub down_until: Option<OffsetDateTime>,
+    pub down_until: Option<DateTime<Utc>>,
     /// Drain mode: every call is accepted at once.
     pub calm: bool,
 }

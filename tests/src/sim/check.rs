@@ -10,7 +10,7 @@ use super::agent::{by_key, Answer};
 use super::{lock, Sim, SimReport};
 
 /// The workers' retry budget (the default).
-const RETRY_BUDGET: time::Duration = time::Duration::minutes(15);
+const RETRY_BUDGET: chrono::Duration = chrono::Duration::minutes(15);
 
 pub(super) async fn check(sim: &Sim) -> SimReport {
     let mut report = SimReport::default();

@@ -25,8 +25,8 @@ use nomos_continue::worker::{Worker, WorkerConfig};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use time::macros::datetime;
-use time::Duration;
+
+use chrono::Duration;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -109,7 +109,11 @@ struct Sim {
 
 /// Runs one seeded simulation on `store` and checks the promises.
 pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) -> SimReport {
-    let clock = Arc::new(ManualClock::new(datetime!(2026-11-30 04:00:00 UTC)));
+    let clock = Arc::new(ManualClock::new(
+        "2026-11-30T04:00:00Z"
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .expect("a valid time"),
+    ));
     let windows = Arc::new(Mutex::new(Windows::default()));
     let runtime = Arc::new(Runtime::new(
         config.seed,
@@ -301,7 +305,7 @@ impl Sim {
     /// ticks would have while that time passed.
     async fn advance(&mut self, by: Duration) {
         let mut left = by;
-        while left > Duration::ZERO {
+        while left > Duration::zero() {
             let step = left.min(RENEW_STEP);
             self.clock.advance(step);
             left -= step;
@@ -364,7 +368,7 @@ impl Sim {
         // unknown.
         let mut held = Vec::new();
         let mut left = Duration::seconds(7);
-        while left > Duration::ZERO {
+        while left > Duration::zero() {
             let step = left.min(RENEW_STEP);
             self.clock.advance(step);
             left -= step;

@@ -4,24 +4,19 @@
 
 use std::collections::HashMap;
 
-use time::OffsetDateTime;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 /// Intervals `[from, until)` during which each session's window was open.
 #[derive(Debug, Default)]
 pub struct Windows {
-    open: HashMap<Uuid, Vec<(OffsetDateTime, OffsetDateTime)>>,
+    open: HashMap<Uuid, Vec<(DateTime<Utc>, DateTime<Utc>)>>,
 }
 
 impl Windows {
     /// An approval as the store answered it: the window is open from
     /// `opened_at` to `expires_at` (extending the interval it continues).
-    pub fn approved(
-        &mut self,
-        session: Uuid,
-        opened_at: OffsetDateTime,
-        expires_at: OffsetDateTime,
-    ) {
+    pub fn approved(&mut self, session: Uuid, opened_at: DateTime<Utc>, expires_at: DateTime<Utc>) {
         let spans = self.open.entry(session).or_default();
         match spans.last_mut() {
             Some(last) if last.0 == opened_at => last.1 = last.1.max(expires_at),
@@ -30,7 +25,7 @@ impl Windows {
     }
 
     /// A deny at `at` ends the interval open then, if any.
-    pub fn denied(&mut self, session: Uuid, at: OffsetDateTime) {
+    pub fn denied(&mut self, session: Uuid, at: DateTime<Utc>) {
         if let Some(last) = self.open.get_mut(&session).and_then(|s| s.last_mut()) {
             if last.0 <= at && at < last.1 {
                 last.1 = at;
@@ -42,7 +37,7 @@ impl Windows {
     /// a deny is ambiguous on a stopped clock (the claim may have come
     /// first), so the deny's instant itself counts as open; the engine's
     /// claim refuses it when the deny came first.
-    pub fn open_at(&self, session: Uuid, at: OffsetDateTime) -> bool {
+    pub fn open_at(&self, session: Uuid, at: DateTime<Utc>) -> bool {
         self.open.get(&session).is_some_and(|spans| {
             spans
                 .iter()

@@ -2,10 +2,10 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{
     AttemptOutcome, Claim, DeliveryState, FailedCall, LinkState, Notice, Store,
 };
-use time::Duration;
 use uuid::Uuid;
 
 use super::{at, planned, ready_session};
@@ -13,12 +13,12 @@ use super::{at, planned, ready_session};
 const LEASE: Duration = Duration::seconds(30);
 
 /// Records an accepted call under `claim`; true if it was recorded.
-async fn complete(store: &Store, claim: Claim, now: time::OffsetDateTime) -> bool {
+async fn complete(store: &Store, claim: Claim, now: DateTime<Utc>) -> bool {
     store.complete_deliveries(&[claim], now).await.unwrap() == vec![claim.id]
 }
 
 /// A failed call that retries at `next`, or gives up.
-fn failed_call(error: &str, next: time::OffsetDateTime, give_up: bool) -> FailedCall<'_> {
+fn failed_call(error: &str, next: DateTime<Utc>, give_up: bool) -> FailedCall<'_> {
     FailedCall {
         error,
         next_attempt_at: next,

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Duration, Utc};
 use nomos_continue::clock::ManualClock;
 use nomos_continue::metrics::Metrics;
 use nomos_continue::store::{Backend, PendingCursor, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
-use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{at, ids, t0};
@@ -26,10 +26,10 @@ async fn exec(store: &Store, sql: &str) {
 
 /// A time (whole seconds) as an SQL literal of the backend (see the
 /// store's module docs for the representations).
-fn time_sql(store: &Store, t: OffsetDateTime) -> String {
+fn time_sql(store: &Store, t: DateTime<Utc>) -> String {
     match store.backend() {
-        Backend::Postgres => format!("to_timestamp({})", t.unix_timestamp()),
-        Backend::Sqlite => (t.unix_timestamp_nanos() / 1_000).to_string(),
+        Backend::Postgres => format!("to_timestamp({})", t.timestamp()),
+        Backend::Sqlite => t.timestamp_micros().to_string(),
     }
 }
 
@@ -133,7 +133,7 @@ pub async fn a_report_after_a_terminal_one_is_not_applied(store: Store) {
     let now = store.execution(exec).await.expect("read").expect("row");
     assert_eq!(now, first.execution);
     assert_eq!(now.finished_at, Some(at(5)));
-    let late: Vec<(String, String, OffsetDateTime)> = store
+    let late: Vec<(String, String, DateTime<Utc>)> = store
         .late_reports(exec)
         .await
         .expect("late reports")

@@ -1,7 +1,7 @@
 //! Linking, the pending-links poll, snapshots and dropping.
 
+use chrono::Duration;
 use nomos_continue::store::{DeliveryKind, DeliveryState, LinkState, Notice, Route, Store};
-use time::Duration;
 use uuid::Uuid;
 
 use super::{at, ids, planned, ready_session, t0};

@@ -2,10 +2,10 @@
 
 use std::str::FromStr;
 
+use chrono::Duration;
 use nomos_continue::store::{
     parse_uuid, policy_hash, Role, Route, Store, StoreError, WAKE_CHANNEL,
 };
-use time::Duration;
 use uuid::Uuid;
 
 use super::{at, planned, ready_session, t0};
@@ -265,7 +265,7 @@ pub async fn approval_duration_is_bounded(store: Store) {
     for d in [
         Duration::minutes(31),
         Duration::seconds(1801),
-        Duration::ZERO,
+        Duration::zero(),
         Duration::seconds(-5),
     ] {
         assert!(matches!(

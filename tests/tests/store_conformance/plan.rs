@@ -1,10 +1,10 @@
 //! plan_continuation: the happy path and every refusal, each leaving no
 //! partial state behind.
 
+use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{
     ContinuationPlan, DeliveryKind, DeliveryState, LinkState, PlanOutcome, Route, Store,
 };
-use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{at, ids, planned, ready_session, t0};
@@ -15,7 +15,7 @@ async fn plan_with(
     execs: &[Uuid],
     key: &str,
     cap: i32,
-    now: OffsetDateTime,
+    now: DateTime<Utc>,
 ) -> PlanOutcome {
     let plan = ContinuationPlan {
         session_id: session,
@@ -29,7 +29,7 @@ async fn plan_with(
 }
 
 /// Claims everything due and completes it as worker "w".
-async fn deliver_all(store: &Store, now: OffsetDateTime) {
+async fn deliver_all(store: &Store, now: DateTime<Utc>) {
     for d in store
         .claim_deliveries("w", now, Duration::seconds(30), 100)
         .await

@@ -1,8 +1,8 @@
 //! Worker registrations: one live process per worker id; a dead holder's
 //! registration goes stale and is taken over. Time is injected.
 
+use chrono::Duration;
 use nomos_continue::store::{Registration, Store};
-use time::Duration;
 use uuid::Uuid;
 
 use super::{at, t0};

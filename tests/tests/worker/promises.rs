@@ -4,11 +4,11 @@
 
 use std::time::Duration as StdDuration;
 
+use chrono::Duration;
 use nomos_continue::agent::AgentError;
 use nomos_continue::clock::Clock;
 use nomos_continue::store::{DeliveryState, RetryOutcome, Settlement, Store};
 use nomos_continue::worker::WorkerConfig;
-use time::Duration;
 use uuid::Uuid;
 
 use super::Rig;

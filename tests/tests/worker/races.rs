@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
+use chrono::{Duration, Utc};
 use nomos_continue::clock::{Clock, ManualClock, OffsetClock};
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::{Notice, Route, Settlement, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
-use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{policy, Rig};
@@ -28,7 +28,7 @@ nomos_continue_tests::on_both_stores!(
 /// by the database's clock (each replica's offset measured against it) it
 /// is continued.
 async fn replicas_with_skewed_clocks_agree_on_the_window(store: Store) {
-    let real = OffsetDateTime::now_utc();
+    let real = Utc::now();
     let run = |synced: bool| {
         let store = store.clone();
         async move {

@@ -61,7 +61,7 @@ async fn a_link_after_its_status_wakes_an_idle_worker(store: Store) {
             session,
             Route::Button,
             clock.now(),
-            time::Duration::minutes(30),
+            chrono::Duration::minutes(30),
         )
         .await
         .expect("approve");
