@@ -113,7 +113,12 @@ pub(crate) async fn planned(
         idempotency_key: &key,
         hard_cap: 20,
     };
-    match store.plan_continuation(&plan, now).await.expect("plan") {
+    match store
+        .plan_continuations(&[plan], now)
+        .await
+        .expect("plan")
+        .remove(0)
+    {
         PlanOutcome::Planned(d) => d,
         other => panic!("expected Planned, got {other:?}"),
     }

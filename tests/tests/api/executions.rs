@@ -35,7 +35,13 @@ async fn a_late_report_is_recorded_not_applied() {
         note.contains("terminal is final") && note.contains(&id.to_string()),
         "{body}"
     );
-    let now = api.store.execution(id).await.expect("read").expect("row");
+    let now = api
+        .store
+        .executions(&[id])
+        .await
+        .map(|found| found.into_iter().next())
+        .expect("read")
+        .expect("row");
     assert_eq!(
         (now.status.as_str(), now.finished_at.is_some()),
         ("failed", true)
@@ -56,6 +62,12 @@ async fn a_null_result_is_the_empty_result() {
         .await;
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.json()["execution"]["result"], "");
-    let stored = api.store.execution(id).await.expect("read").expect("row");
+    let stored = api
+        .store
+        .executions(&[id])
+        .await
+        .map(|found| found.into_iter().next())
+        .expect("read")
+        .expect("row");
     assert_eq!(stored.result, "");
 }

@@ -27,8 +27,9 @@ pub async fn executions_batch_read_keeps_order(store: Store) {
         assert_eq!(
             Some(execution),
             store
-                .execution(execution.id)
+                .executions(&[execution.id])
                 .await
+                .map(|found| found.into_iter().next())
                 .expect("single read")
                 .as_ref()
         );

@@ -122,7 +122,11 @@ pub async fn malformed_input_is_typed(store: Store) {
         })
     ));
     assert_eq!(
-        store.execution(exec).await.unwrap(),
+        store
+            .executions(&[exec])
+            .await
+            .map(|found| found.into_iter().next())
+            .unwrap(),
         None,
         "nothing written"
     );
@@ -136,7 +140,7 @@ pub async fn malformed_input_is_typed(store: Store) {
         hard_cap: 20,
     };
     assert!(matches!(
-        store.plan_continuation(&plan, t0()).await,
+        store.plan_continuations(&[plan], t0()).await,
         Err(StoreError::InvalidValue {
             field: "execution_ids",
             ..
@@ -363,7 +367,14 @@ pub async fn policy_revisions_and_activation(store: Store) {
 
 pub async fn status_for_unknown_execution_creates_it(store: Store) {
     let exec = Uuid::new_v4();
-    assert_eq!(store.execution(exec).await.unwrap(), None);
+    assert_eq!(
+        store
+            .executions(&[exec])
+            .await
+            .map(|found| found.into_iter().next())
+            .unwrap(),
+        None
+    );
     let e = store
         .upsert_execution_status(exec, " running ", "", t0(), false)
         .await
@@ -385,7 +396,14 @@ pub async fn status_for_unknown_execution_creates_it(store: Store) {
         "first terminal report wins"
     );
     assert_eq!(repeat.execution.finished_at, Some(at(5)));
-    assert_eq!(store.execution(exec).await.unwrap(), Some(first.execution));
+    assert_eq!(
+        store
+            .executions(&[exec])
+            .await
+            .map(|found| found.into_iter().next())
+            .unwrap(),
+        Some(first.execution)
+    );
 }
 
 pub async fn status_upsert_wakes_listeners(store: Store) {
