@@ -183,8 +183,8 @@ impl<'c> From<&'c Store> for On<'c> {
 impl<'c, 't> From<&'c mut Tx<'t>> for On<'c> {
     fn from(tx: &'c mut Tx<'t>) -> Self {
         match tx {
-            Tx::Pg(tx) => Self::Pg(&mut **tx),
-            Tx::Lite(tx) => Self::Lite(&mut **tx),
+            Tx::Pg(tx) => Self::Pg(tx),
+            Tx::Lite(tx) => Self::Lite(tx),
         }
     }
 }
