@@ -22,7 +22,7 @@ mod plan;
 #[path = "store_conformance/workers.rs"]
 mod workers;
 
-use nomos_continue::store::{ContinuationPlan, Delivery, PlanOutcome, Route, Store};
+use nomos_continue::store::{ContinuationPlan, Delivery, Execution, PlanOutcome, Route, Store};
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
@@ -122,4 +122,11 @@ pub(crate) async fn planned(
         PlanOutcome::Planned(d) => d,
         other => panic!("expected Planned, got {other:?}"),
     }
+}
+
+/// Execution `id` as the store's read returns it; `None` if it has not
+/// reported.
+async fn read_execution(store: &Store, id: Uuid) -> Option<Execution> {
+    let found = store.executions(&[id]).await.expect("read executions");
+    found.into_iter().next()
 }
