@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::decode;
-use super::dialect::{query, trunc, On};
+use super::dialect::{query, trunc, Arg, On};
 use super::types::Delivery;
 use super::{Result, Store};
 
@@ -19,19 +19,28 @@ macro_rules! delivery_cols {
 }
 pub(crate) use delivery_cols;
 
-/// The ledger row with this idempotency key, if any, read on `on` (the pool,
-/// or a transaction that must see its own writes).
+/// The ledger row whose `column` (`id` or `idempotency_key`, both unique)
+/// is `value`, if any, read on `on` (the pool, or a transaction that must
+/// see its own writes).
+async fn delivery_by<'c>(
+    on: impl Into<On<'c>>,
+    column: &str,
+    value: Arg<'_>,
+) -> Result<Option<Delivery>> {
+    let sql = format!(
+        "SELECT {} FROM nomos_deliveries WHERE {column} = $1",
+        delivery_cols!()
+    );
+    let row = query(sql).bind(value).fetch_optional(on).await?;
+    row.as_ref().map(decode::delivery).transpose()
+}
+
+/// The ledger row with this idempotency key, if any (see [`delivery_by`]).
 pub(crate) async fn delivery_by_key<'c>(
     on: impl Into<On<'c>>,
     key: &str,
 ) -> Result<Option<Delivery>> {
-    let sql = concat!(
-        "SELECT ",
-        delivery_cols!(),
-        " FROM nomos_deliveries WHERE idempotency_key = $1"
-    );
-    let row = query(sql).bind(key).fetch_optional(on).await?;
-    row.as_ref().map(decode::delivery).transpose()
+    delivery_by(on, "idempotency_key", key.into()).await
 }
 
 impl Store {
@@ -53,13 +62,7 @@ impl Store {
 
     /// One ledger row by id; `None` if unknown.
     pub async fn delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
-        let sql = concat!(
-            "SELECT ",
-            delivery_cols!(),
-            " FROM nomos_deliveries WHERE id = $1"
-        );
-        let row = query(sql).bind(id).fetch_optional(self).await?;
-        row.as_ref().map(decode::delivery).transpose()
+        delivery_by(self, "id", id.into()).await
     }
 
     /// The session's ledger, newest first (empty for an unknown session).

@@ -32,18 +32,20 @@
 //! # One function, two dialects
 //!
 //! Each store function is written once, against the private `dialect`
-//! module, in the way River's drivers keep one set of queries: arguments
-//! are `dialect::Arg`s that bind as each backend represents them (the
-//! representation above lives there and in `decode`, nowhere else), rows
-//! are read through `decode::RowExt`, and statements run on the pool or on
-//! a `dialect::Tx` (begun with `BEGIN IMMEDIATE` on SQLite, so a
-//! read-then-write never fails half way with `SQLITE_BUSY`). Placeholders
+//! module, so the Rust around a statement (its checks, its transaction,
+//! what a refusal returns) cannot drift between the backends: a fix lands
+//! on both. Arguments are `dialect::Arg`s, bound as each backend represents
+//! them (the representation above lives there and in `decode`, nowhere
+//! else); rows are read through `decode::RowExt`; statements run on the
+//! pool or on a `dialect::Tx`, begun with `BEGIN IMMEDIATE` on SQLite so a
+//! read-then-write never fails half way with `SQLITE_BUSY`. Placeholders
 //! are `$1`, `$2`, … on both backends, so most statements have one text.
 //! Where the SQL really differs, both texts sit side by side at the call
-//! (`Backend::pick`): the claim query (PostgreSQL locks the picked rows
-//! `FOR UPDATE SKIP LOCKED` and the windows `FOR SHARE`; SQLite holds the
-//! write lock), the lock clauses, `= ANY` of an array against a JSON list,
-//! and `GREATEST` against the two-argument `MAX`.
+//! (`Backend::pick`) or come from a `Backend` helper: the claim query
+//! (PostgreSQL locks the rows it picks `FOR UPDATE SKIP LOCKED` and their
+//! windows `FOR SHARE`; SQLite holds the write lock), the other lock
+//! clauses, an id list (`= ANY` of an array, or a JSON list), the claims
+//! passed as pairs, and `GREATEST` against the two-argument `MAX`.
 
 pub mod bench;
 mod chat_history;
