@@ -102,7 +102,6 @@ impl Backend {
 #[derive(Clone, Debug)]
 pub(crate) enum Arg<'a> {
     Uuid(Uuid),
-    OptUuid(Option<Uuid>),
     Time(OffsetDateTime),
     OptTime(Option<OffsetDateTime>),
     /// A UUID list: `UUID[]` on PostgreSQL, a JSON array on SQLite.
@@ -125,7 +124,6 @@ macro_rules! arg_from {
 }
 arg_from!(
     Uuid => Uuid,
-    Option<Uuid> => OptUuid,
     OffsetDateTime => Time,
     Option<OffsetDateTime> => OptTime,
     &'a [Uuid] => Ids,
@@ -139,12 +137,6 @@ arg_from!(
 impl<'a> From<&'a Vec<Uuid>> for Arg<'a> {
     fn from(value: &'a Vec<Uuid>) -> Self {
         Self::Ids(value)
-    }
-}
-
-impl<'a> From<&'a String> for Arg<'a> {
-    fn from(value: &'a String) -> Self {
-        Self::Text(value)
     }
 }
 
@@ -208,7 +200,6 @@ impl<'a> Query<'a> {
         for arg in &self.args {
             q = match *arg {
                 Arg::Uuid(v) => q.bind(v),
-                Arg::OptUuid(v) => q.bind(v),
                 Arg::Time(v) => q.bind(v),
                 Arg::OptTime(v) => q.bind(v),
                 Arg::Ids(v) => q.bind(v),
@@ -227,7 +218,6 @@ impl<'a> Query<'a> {
         for arg in &self.args {
             q = match *arg {
                 Arg::Uuid(v) => q.bind(v.to_string()),
-                Arg::OptUuid(v) => q.bind(v.map(|v| v.to_string())),
                 Arg::Time(v) => q.bind(micros(v)),
                 Arg::OptTime(v) => q.bind(v.map(micros)),
                 Arg::Ids(v) => q.bind(json_ids(v)),
