@@ -22,7 +22,7 @@ mod plan;
 #[path = "store_conformance/workers.rs"]
 mod workers;
 
-use nomos_continue::store::{ContinuationPlan, Delivery, PlanOutcome, Route, Store};
+use nomos_continue::store::{ContinuationPlan, Delivery, Execution, PlanOutcome, Route, Store};
 
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
@@ -115,8 +115,20 @@ pub(crate) async fn planned(
         idempotency_key: &key,
         hard_cap: 20,
     };
-    match store.plan_continuation(&plan, now).await.expect("plan") {
+    match store
+        .plan_continuations(&[plan], now)
+        .await
+        .expect("plan")
+        .remove(0)
+    {
         PlanOutcome::Planned(d) => d,
         other => panic!("expected Planned, got {other:?}"),
     }
+}
+
+/// Execution `id` as the store's read returns it; `None` if it has not
+/// reported.
+async fn read_execution(store: &Store, id: Uuid) -> Option<Execution> {
+    let found = store.executions(&[id]).await.expect("read executions");
+    found.into_iter().next()
 }

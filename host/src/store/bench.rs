@@ -8,8 +8,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, Row};
 
-use super::links::PENDING_LINKS_PG;
-use super::{trunc, Db, Result, Store, StoreError};
+use super::dialect::{query, trunc};
+use super::links::PENDING_LINKS;
+use super::{Db, Result, Store, StoreError};
 
 fn pg(store: &Store) -> Result<&sqlx::PgPool> {
     match &store.db {
@@ -70,7 +71,7 @@ pub async fn fill_link_history(
 ) -> Result<()> {
     let pool = pg(store)?;
     let now = trunc(now);
-    sqlx::query(
+    query(
         "INSERT INTO nomos_plan_executions \
            (execution_id, session_id, continued_at, created_at, delivery_id, outcome) \
          SELECT lpad(to_hex(g), 32, '0')::uuid, md5((g / 20)::text)::uuid, \
@@ -81,7 +82,7 @@ pub async fn fill_link_history(
     )
     .bind(settled)
     .bind(now - chrono::Duration::seconds(pending + 1))
-    .execute(pool)
+    .execute(store)
     .await?;
     sqlx::query(
         "INSERT INTO executions (id, status, result, updated_at, finished_at) \
@@ -90,7 +91,7 @@ pub async fn fill_link_history(
     )
     .execute(pool)
     .await?;
-    sqlx::query(
+    query(
         "WITH p AS ( \
            INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
            SELECT gen_random_uuid(), md5(('p' || (g / 20))::text)::uuid, \
@@ -105,7 +106,7 @@ pub async fn fill_link_history(
     )
     .bind(pending)
     .bind(now)
-    .execute(pool)
+    .execute(store)
     .await?;
     Ok(())
 }
@@ -141,7 +142,7 @@ pub async fn link_counts(store: &Store) -> Result<(i64, i64)> {
 /// [`Store::pending_links_ready`] runs for a first page of `limit` rows.
 pub async fn explain_pending_links(store: &Store, limit: i64) -> Result<String> {
     let pool = pg(store)?;
-    let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {PENDING_LINKS_PG}");
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {PENDING_LINKS}");
     let lines: Vec<String> = sqlx::query_scalar(&sql).bind(limit).fetch_all(pool).await?;
     Ok(lines.join("\n"))
 }

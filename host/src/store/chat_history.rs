@@ -18,9 +18,10 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::decode::{self, RowExt};
+use super::dialect::{query, trunc};
 use super::turns::TURN_COLS;
 use super::types::{Role, Turn};
-use super::{micros, trunc, Db, Result, Store, StoreError};
+use super::{Result, Store, StoreError};
 use crate::agent::{ChatHistory, ChatTurn, HistoryError};
 
 const NOTICE_COLS: &str = "id, session_id, idempotency_key, message, created_at";
@@ -75,67 +76,34 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Option<Turn>> {
         check_key(key)?;
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_chat_turns (session_id, role, content, idempotency_key, created_at) \
-                     VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (session_id, idempotency_key) WHERE idempotency_key IS NOT NULL \
-                     DO NOTHING RETURNING {TURN_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id)
-                    .bind(role.as_str())
-                    .bind(content)
-                    .bind(key)
-                    .bind(now)
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::turn).transpose()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_chat_turns (session_id, role, content, idempotency_key, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5) \
-                     ON CONFLICT (session_id, idempotency_key) WHERE idempotency_key IS NOT NULL \
-                     DO NOTHING RETURNING {TURN_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .bind(role.as_str())
-                    .bind(content)
-                    .bind(key)
-                    .bind(micros(now))
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::turn).transpose()
-            }
-        }
+        let sql = format!(
+            "INSERT INTO nomos_chat_turns (session_id, role, content, idempotency_key, created_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (session_id, idempotency_key) WHERE idempotency_key IS NOT NULL \
+             DO NOTHING RETURNING {TURN_COLS}"
+        );
+        let row = query(sql)
+            .bind(session_id)
+            .bind(role.as_str())
+            .bind(content)
+            .bind(key)
+            .bind(trunc(now))
+            .fetch_optional(self)
+            .await?;
+        row.as_ref().map(decode::turn).transpose()
     }
 
     /// Whether the session has an assistant turn answering `key`.
     pub async fn has_reply(&self, session_id: Uuid, key: &str) -> Result<bool> {
-        const SQL_PG: &str = "SELECT EXISTS (SELECT 1 FROM nomos_chat_turns \
-             WHERE session_id = $1 AND idempotency_key = $2 AND role = 'assistant')";
-        const SQL_LITE: &str = "SELECT EXISTS (SELECT 1 FROM nomos_chat_turns \
-             WHERE session_id = ?1 AND idempotency_key = ?2 AND role = 'assistant')";
-        Ok(match &self.db {
-            Db::Pg(pool) => {
-                sqlx::query_scalar::<_, bool>(SQL_PG)
-                    .bind(session_id)
-                    .bind(key)
-                    .fetch_one(pool)
-                    .await?
-            }
-            Db::Lite(pool) => {
-                sqlx::query_scalar::<_, bool>(SQL_LITE)
-                    .bind(session_id.to_string())
-                    .bind(key)
-                    .fetch_one(pool)
-                    .await?
-            }
-        })
+        let found = query(
+            "SELECT 1 AS found FROM nomos_chat_turns \
+             WHERE session_id = $1 AND idempotency_key = $2 AND role = 'assistant' LIMIT 1",
+        )
+        .bind(session_id)
+        .bind(key)
+        .fetch_optional(self)
+        .await?;
+        Ok(found.is_some())
     }
 
     /// Records a notice for the session's operator, once per key. Returns
@@ -148,62 +116,27 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Option<SessionNotice>> {
         check_key(key)?;
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_notices (session_id, idempotency_key, message, created_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, idempotency_key) DO NOTHING \
-                     RETURNING {NOTICE_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id)
-                    .bind(key)
-                    .bind(message)
-                    .bind(now)
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(notice).transpose()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_notices (session_id, idempotency_key, message, created_at) \
-                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (session_id, idempotency_key) DO NOTHING \
-                     RETURNING {NOTICE_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .bind(key)
-                    .bind(message)
-                    .bind(micros(now))
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(notice).transpose()
-            }
-        }
+        let sql = format!(
+            "INSERT INTO nomos_notices (session_id, idempotency_key, message, created_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, idempotency_key) DO NOTHING \
+             RETURNING {NOTICE_COLS}"
+        );
+        let row = query(sql)
+            .bind(session_id)
+            .bind(key)
+            .bind(message)
+            .bind(trunc(now))
+            .fetch_optional(self)
+            .await?;
+        row.as_ref().map(notice).transpose()
     }
 
     /// The session's notices, oldest first (empty for an unknown session).
     pub async fn notices(&self, session_id: Uuid) -> Result<Vec<SessionNotice>> {
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = $1 ORDER BY id"
-                );
-                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
-                rows.iter().map(notice).collect()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = ?1 ORDER BY id"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(notice).collect()
-            }
-        }
+        let sql =
+            format!("SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = $1 ORDER BY id");
+        let rows = query(sql).bind(session_id).fetch_all(self).await?;
+        rows.iter().map(notice).collect()
     }
 }
 

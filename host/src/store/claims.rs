@@ -9,11 +9,12 @@
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use super::decode;
+use super::decode::{self, RowExt};
 use super::deliveries::delivery_cols;
-use super::notices::{insert_notice_lite, insert_notice_pg, settle_links_lite, settle_links_pg};
+use super::dialect::{query, trunc};
+use super::notices::{insert_notice, settle_links};
 use super::types::{AttemptOutcome, Claim, Delivery, DeliveryKind, DeliveryState};
-use super::{micros, trunc, Db, Result, Store, SQLITE_BEGIN};
+use super::{Backend, Result, Store};
 
 /// What a failed call leaves behind, for [`Store::fail_delivery_attempt`].
 #[derive(Clone, Copy, Debug)]
@@ -63,9 +64,10 @@ impl Store {
     ) -> Result<Vec<Delivery>> {
         let now = trunc(now);
         let until = trunc(now + lease);
-        let token = Uuid::new_v4();
-        let rows = match &self.db {
-            Db::Pg(pool) => sqlx::query(concat!(
+        // PostgreSQL locks the rows it picks (skipping rows another claim
+        // holds) and share-locks the window; SQLite holds the write lock.
+        let sql = self.backend().pick(
+            concat!(
                 "WITH notices AS ( \
                      SELECT id, next_attempt_at, created_at FROM nomos_deliveries \
                      WHERE state = 'pending' AND kind = 'notice' AND next_attempt_at <= $3 \
@@ -90,46 +92,37 @@ impl Store {
                  WHERE id IN (SELECT id FROM picked) \
                  RETURNING ",
                 delivery_cols!()
-            ))
+            ),
+            concat!(
+                "UPDATE nomos_deliveries \
+                 SET lease_owner = $1, lease_expires_at = $2, updated_at = $3, \
+                     claims = claims + 1, claim_token = $5, claimed_at = $3 \
+                 WHERE id IN ( \
+                     SELECT d.id FROM nomos_deliveries d \
+                     WHERE d.state = 'pending' AND d.next_attempt_at <= $3 \
+                       AND (d.lease_owner IS NULL OR d.lease_expires_at <= $3) \
+                       AND (d.kind = 'notice' OR EXISTS ( \
+                           SELECT 1 FROM nomos_assent_windows w \
+                           WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
+                             AND w.opened_at <= $3 AND w.expires_at > $3)) \
+                     ORDER BY d.next_attempt_at, d.created_at, d.id \
+                     LIMIT $4) \
+                 RETURNING ",
+                delivery_cols!()
+            ),
+        );
+        let rows = query(sql)
             .bind(worker_id)
             .bind(until)
             .bind(now)
             .bind(limit)
-            .bind(token)
-            .fetch_all(pool)
-            .await?
+            .bind(Uuid::new_v4())
+            .fetch_all(self)
+            .await?;
+        let mut out = rows
             .iter()
             .map(decode::delivery)
-            .collect::<Result<Vec<_>>>()?,
-            Db::Lite(pool) => sqlx::query(concat!(
-                "UPDATE nomos_deliveries \
-                 SET lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3, \
-                     claims = claims + 1, claim_token = ?5, claimed_at = ?3 \
-                 WHERE id IN ( \
-                     SELECT d.id FROM nomos_deliveries d \
-                     WHERE d.state = 'pending' AND d.next_attempt_at <= ?3 \
-                       AND (d.lease_owner IS NULL OR d.lease_expires_at <= ?3) \
-                       AND (d.kind = 'notice' OR EXISTS ( \
-                           SELECT 1 FROM nomos_assent_windows w \
-                           WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
-                             AND w.opened_at <= ?3 AND w.expires_at > ?3)) \
-                     ORDER BY d.next_attempt_at, d.created_at, d.id \
-                     LIMIT ?4) \
-                 RETURNING ",
-                delivery_cols!()
-            ))
-            .bind(worker_id)
-            .bind(micros(until))
-            .bind(micros(now))
-            .bind(limit)
-            .bind(token.to_string())
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(decode::delivery)
-            .collect::<Result<Vec<_>>>()?,
-        };
-        let mut out = rows;
+            .collect::<Result<Vec<_>>>()?;
         out.sort_by_key(|d| (d.next_attempt_at, d.created_at, d.id));
         Ok(out)
     }
@@ -149,43 +142,26 @@ impl Store {
         if claims.is_empty() {
             return Ok(Vec::new());
         }
-        let now = trunc(now);
-        let until = trunc(now + lease);
         let (ids, tokens) = split(claims);
-        match &self.db {
-            Db::Pg(pool) => Ok(sqlx::query_scalar(
-                "UPDATE nomos_deliveries d \
-                 SET lease_expires_at = GREATEST(d.lease_expires_at, $3), updated_at = $4 \
-                 FROM UNNEST($1::uuid[], $2::uuid[]) AS c(id, token) \
-                 WHERE d.id = c.id AND d.claim_token = c.token AND d.state = 'pending' \
-                   AND d.lease_owner IS NOT NULL \
-                 RETURNING d.id",
-            )
+        let backend = self.backend();
+        let sql = format!(
+            "UPDATE nomos_deliveries AS d \
+             SET lease_expires_at = {}(lease_expires_at, $3), updated_at = $4 \
+             FROM {} \
+             WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
+               AND d.lease_owner IS NOT NULL \
+             RETURNING id",
+            backend.greatest(),
+            claim_set(backend),
+        );
+        let rows = query(sql)
             .bind(&ids)
             .bind(&tokens)
-            .bind(until)
-            .bind(now)
-            .fetch_all(pool)
-            .await?),
-            Db::Lite(pool) => {
-                let held: Vec<String> = sqlx::query_scalar(
-                    "UPDATE nomos_deliveries \
-                     SET lease_expires_at = MAX(lease_expires_at, ?2), updated_at = ?3 \
-                     WHERE state = 'pending' AND lease_owner IS NOT NULL \
-                       AND id || ' ' || claim_token IN (SELECT value FROM json_each(?1)) \
-                     RETURNING id",
-                )
-                .bind(lite_claims(claims))
-                .bind(micros(until))
-                .bind(micros(now))
-                .fetch_all(pool)
-                .await?;
-                Ok(held
-                    .iter()
-                    .filter_map(|s| Uuid::parse_str(s).ok())
-                    .collect())
-            }
-        }
+            .bind(trunc(now + lease))
+            .bind(trunc(now))
+            .fetch_all(self)
+            .await?;
+        rows.iter().map(|r| r.uuid("id")).collect()
     }
 
     /// Records calls the agent accepted: each delivery becomes `delivered`
@@ -203,64 +179,46 @@ impl Store {
         }
         let now = trunc(now);
         let (ids, tokens) = split(claims);
-        match &self.db {
-            Db::Pg(pool) => Ok(sqlx::query_scalar(
-                "WITH done AS ( \
-                     UPDATE nomos_deliveries d \
-                     SET state = 'delivered', delivered_at = $3, updated_at = $3, \
-                         lease_owner = NULL, lease_expires_at = NULL \
-                     FROM UNNEST($1::uuid[], $2::uuid[]) AS c(id, token) \
-                     WHERE d.id = c.id AND d.claim_token = c.token AND d.state = 'pending' \
-                     RETURNING d.id, d.kind), \
-                 settled AS ( \
-                     UPDATE nomos_plan_executions \
-                     SET continued_at = $3, outcome = 'continued' \
-                     WHERE delivery_id IN (SELECT id FROM done WHERE kind = 'continuation') \
-                       AND continued_at IS NULL) \
-                 SELECT id FROM done",
-            )
+        let mut tx = self.begin().await?;
+        let backend = tx.backend();
+        let sql = format!(
+            "UPDATE nomos_deliveries AS d \
+             SET state = 'delivered', delivered_at = $3, updated_at = $3, \
+                 lease_owner = NULL, lease_expires_at = NULL \
+             FROM {} \
+             WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
+             RETURNING id, kind",
+            claim_set(backend),
+        );
+        let done = query(sql)
             .bind(&ids)
             .bind(&tokens)
             .bind(now)
-            .fetch_all(pool)
-            .await?),
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let done: Vec<(String, String)> = sqlx::query_as(
-                    "UPDATE nomos_deliveries \
-                     SET state = 'delivered', delivered_at = ?2, updated_at = ?2, \
-                         lease_owner = NULL, lease_expires_at = NULL \
-                     WHERE state = 'pending' \
-                       AND id || ' ' || claim_token IN (SELECT value FROM json_each(?1)) \
-                     RETURNING id, kind",
-                )
-                .bind(lite_claims(claims))
-                .bind(micros(now))
-                .fetch_all(&mut *tx)
-                .await?;
-                let continued: Vec<&str> = done
-                    .iter()
-                    .filter(|(_, kind)| kind == DeliveryKind::Continuation.as_str())
-                    .map(|(id, _)| id.as_str())
-                    .collect();
-                if !continued.is_empty() {
-                    sqlx::query(
-                        "UPDATE nomos_plan_executions SET continued_at = ?2, outcome = 'continued' \
-                         WHERE delivery_id IN (SELECT value FROM json_each(?1)) \
-                           AND continued_at IS NULL",
-                    )
-                    .bind(serde_json::Value::from(continued).to_string())
-                    .bind(micros(now))
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                Ok(done
-                    .iter()
-                    .filter_map(|(id, _)| Uuid::parse_str(id).ok())
-                    .collect())
+            .fetch_all(&mut tx)
+            .await?;
+        let mut delivered = Vec::with_capacity(done.len());
+        let mut continued = Vec::new();
+        for row in &done {
+            let id = row.uuid("id")?;
+            if row.parsed::<DeliveryKind>("kind")? == DeliveryKind::Continuation {
+                continued.push(id);
             }
+            delivered.push(id);
         }
+        if !continued.is_empty() {
+            let sql = format!(
+                "UPDATE nomos_plan_executions SET continued_at = $2, outcome = 'continued' \
+                 WHERE delivery_id {} AND continued_at IS NULL",
+                backend.in_ids("$1"),
+            );
+            query(sql)
+                .bind(&continued)
+                .bind(now)
+                .execute(&mut tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(delivered)
     }
 
     /// Records a failed call (an error, a 5xx, a time-out, a 4xx).
@@ -278,81 +236,40 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<AttemptOutcome> {
         let now = trunc(now);
-        let next = trunc(call.next_attempt_at);
         let state = if call.give_up {
             DeliveryState::Failed
         } else {
             DeliveryState::Pending
         };
-        let shortage = i32::from(call.shortage);
-        let row: Option<Delivery> = match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let row = sqlx::query(concat!(
-                    "UPDATE nomos_deliveries \
-                     SET attempts = attempts + 1, shortages = shortages + $7, last_error = $3, \
-                         lease_owner = NULL, lease_expires_at = NULL, \
-                         next_attempt_at = $5, updated_at = $4, state = $6, \
-                         first_failed_at = COALESCE(first_failed_at, $4) \
-                     WHERE id = $1 AND claim_token = $2 AND state = 'pending' \
-                     RETURNING ",
-                    delivery_cols!()
-                ))
-                .bind(claim.id)
-                .bind(claim.token)
-                .bind(call.error)
-                .bind(now)
-                .bind(next)
-                .bind(state.as_str())
-                .bind(shortage)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| decode::delivery(&r))
-                .transpose()?;
-                if let Some(d) = row.as_ref().filter(|d| gave_up_continuation(d)) {
-                    settle_links_pg(&mut tx, d.id, "failed", call.error, now).await?;
-                    if let Some(message) = call.notice {
-                        let key = settled_notice_key("f", d.id);
-                        insert_notice_pg(&mut tx, d.into(), &key, message, now).await?;
-                    }
-                }
-                tx.commit().await?;
-                row
+        let mut tx = self.begin().await?;
+        let row = query(concat!(
+            "UPDATE nomos_deliveries \
+             SET attempts = attempts + 1, shortages = shortages + $7, last_error = $3, \
+                 lease_owner = NULL, lease_expires_at = NULL, \
+                 next_attempt_at = $5, updated_at = $4, state = $6, \
+                 first_failed_at = COALESCE(first_failed_at, $4) \
+             WHERE id = $1 AND claim_token = $2 AND state = 'pending' \
+             RETURNING ",
+            delivery_cols!()
+        ))
+        .bind(claim.id)
+        .bind(claim.token)
+        .bind(call.error)
+        .bind(now)
+        .bind(trunc(call.next_attempt_at))
+        .bind(state.as_str())
+        .bind(i32::from(call.shortage))
+        .fetch_optional(&mut tx)
+        .await?;
+        let row = row.as_ref().map(decode::delivery).transpose()?;
+        if let Some(d) = row.as_ref().filter(|d| gave_up_continuation(d)) {
+            settle_links(&mut tx, d.id, "failed", call.error, now).await?;
+            if let Some(message) = call.notice {
+                let key = settled_notice_key("f", d.id);
+                insert_notice(&mut tx, d.into(), &key, message, now).await?;
             }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let row = sqlx::query(concat!(
-                    "UPDATE nomos_deliveries \
-                     SET attempts = attempts + 1, shortages = shortages + ?7, last_error = ?3, \
-                         lease_owner = NULL, lease_expires_at = NULL, \
-                         next_attempt_at = ?5, updated_at = ?4, state = ?6, \
-                         first_failed_at = COALESCE(first_failed_at, ?4) \
-                     WHERE id = ?1 AND claim_token = ?2 AND state = 'pending' \
-                     RETURNING ",
-                    delivery_cols!()
-                ))
-                .bind(claim.id.to_string())
-                .bind(claim.token.to_string())
-                .bind(call.error)
-                .bind(micros(now))
-                .bind(micros(next))
-                .bind(state.as_str())
-                .bind(shortage)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| decode::delivery(&r))
-                .transpose()?;
-                if let Some(d) = row.as_ref().filter(|d| gave_up_continuation(d)) {
-                    settle_links_lite(&mut tx, d.id, "failed", call.error, now).await?;
-                    if let Some(message) = call.notice {
-                        let key = settled_notice_key("f", d.id);
-                        insert_notice_lite(&mut tx, d.into(), &key, message, now).await?;
-                    }
-                }
-                tx.commit().await?;
-                row
-            }
-        };
+        }
+        tx.commit().await?;
         Ok(match row {
             None => AttemptOutcome::LeaseLost,
             Some(d) if d.state == DeliveryState::Failed => AttemptOutcome::GaveUp {
@@ -369,31 +286,16 @@ impl Store {
     /// the row becomes claimable at once by another worker). `false` if the
     /// claim no longer held it.
     pub async fn release_lease(&self, claim: Claim, now: DateTime<Utc>) -> Result<bool> {
-        let now = trunc(now);
-        let n = match &self.db {
-            Db::Pg(pool) => sqlx::query(
-                "UPDATE nomos_deliveries \
-                 SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $3 \
-                 WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
-            )
-            .bind(claim.id)
-            .bind(claim.token)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected(),
-            Db::Lite(pool) => sqlx::query(
-                "UPDATE nomos_deliveries \
-                 SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?3 \
-                 WHERE id = ?1 AND claim_token = ?2 AND state = 'pending'",
-            )
-            .bind(claim.id.to_string())
-            .bind(claim.token.to_string())
-            .bind(micros(now))
-            .execute(pool)
-            .await?
-            .rows_affected(),
-        };
+        let n = query(
+            "UPDATE nomos_deliveries \
+             SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $3 \
+             WHERE id = $1 AND claim_token = $2 AND state = 'pending'",
+        )
+        .bind(claim.id)
+        .bind(claim.token)
+        .bind(trunc(now))
+        .execute(self)
+        .await?;
         Ok(n == 1)
     }
 }
@@ -406,12 +308,13 @@ fn split(claims: &[Claim]) -> (Vec<Uuid>, Vec<Uuid>) {
     claims.iter().map(|c| (c.id, c.token)).unzip()
 }
 
-/// SQLite has no arrays of pairs: `"<id> <token>"` strings in a JSON array,
-/// compared with `id || ' ' || claim_token`.
-fn lite_claims(claims: &[Claim]) -> String {
-    let pairs: Vec<String> = claims
-        .iter()
-        .map(|c| format!("{} {}", c.id, c.token))
-        .collect();
-    serde_json::Value::from(pairs).to_string()
+/// The claims bound as `$1` (ids) and `$2` (tokens), as a relation `c` of
+/// pairs `(cid, ctoken)` to join the ledger with: the two arrays zipped on
+/// PostgreSQL, the two JSON arrays joined by position on SQLite.
+fn claim_set(backend: Backend) -> &'static str {
+    backend.pick(
+        "UNNEST($1::uuid[], $2::uuid[]) AS c(cid, ctoken)",
+        "(SELECT i.value AS cid, t.value AS ctoken \
+          FROM json_each($1) AS i JOIN json_each($2) AS t ON t.key = i.key) AS c",
+    )
 }

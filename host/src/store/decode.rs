@@ -1,17 +1,16 @@
 //! Turning rows of either backend into the store's types.
 //!
 //! The two backends differ only in how a UUID, a time and a UUID list are
-//! represented (see the module docs of [`super`]). [`RowExt`] hides that, so
-//! each row type has one decoder shared by both backends.
+//! represented (see [`super::dialect`]). [`RowExt`] undoes that for a
+//! [`Row`] of either, so each row type has one decoder.
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
-use sqlx::Row;
+use sqlx::Row as _;
 use uuid::Uuid;
 
+use super::dialect::{from_micros, Row};
 use super::types::{Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window};
-use super::{from_micros, Result, StoreError};
+use super::{Result, StoreError};
 
 /// Column access with the backend's representation already undone.
 pub(crate) trait RowExt {
@@ -24,6 +23,7 @@ pub(crate) trait RowExt {
     fn int(&self, col: &'static str) -> Result<i32>;
     fn bigint(&self, col: &'static str) -> Result<i64>;
     fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>>;
+    fn bytes(&self, col: &'static str) -> Result<Vec<u8>>;
 
     /// A text column parsed into one of the store's enums.
     fn parsed<T: std::str::FromStr>(&self, col: &'static str) -> Result<T> {
@@ -45,76 +45,90 @@ pub(crate) trait RowExt {
     }
 }
 
-impl RowExt for PgRow {
-    fn uuid(&self, col: &'static str) -> Result<Uuid> {
-        Ok(self.try_get(col)?)
-    }
-    fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>> {
-        Ok(self.try_get(col)?)
-    }
-    fn time(&self, col: &'static str) -> Result<DateTime<Utc>> {
-        Ok(self.try_get(col)?)
-    }
-    fn opt_time(&self, col: &'static str) -> Result<Option<DateTime<Utc>>> {
-        Ok(self.try_get(col)?)
-    }
-    fn text(&self, col: &'static str) -> Result<String> {
-        Ok(self.try_get(col)?)
-    }
-    fn opt_text(&self, col: &'static str) -> Result<Option<String>> {
-        Ok(self.try_get(col)?)
-    }
-    fn int(&self, col: &'static str) -> Result<i32> {
-        Ok(self.try_get(col)?)
-    }
-    fn bigint(&self, col: &'static str) -> Result<i64> {
-        Ok(self.try_get(col)?)
-    }
-    fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>> {
-        Ok(self.try_get(col)?)
-    }
-}
-
 /// Parses a stored SQLite UUID (TEXT).
 fn lite_uuid(col: &'static str, value: String) -> Result<Uuid> {
     Uuid::parse_str(&value).map_err(|_| StoreError::Corrupt { column: col, value })
 }
 
-impl RowExt for SqliteRow {
+/// A column that both backends read as the same Rust type.
+macro_rules! same {
+    ($row:expr, $col:expr) => {
+        Ok(match $row {
+            Row::Pg(r) => r.try_get($col)?,
+            Row::Lite(r) => r.try_get($col)?,
+        })
+    };
+}
+
+impl RowExt for Row {
     fn uuid(&self, col: &'static str) -> Result<Uuid> {
-        lite_uuid(col, self.try_get(col)?)
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => lite_uuid(col, r.try_get(col)?),
+        }
     }
     fn opt_uuid(&self, col: &'static str) -> Result<Option<Uuid>> {
-        let value: Option<String> = self.try_get(col)?;
-        value.map(|v| lite_uuid(col, v)).transpose()
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => {
+                let value: Option<String> = r.try_get(col)?;
+                value.map(|v| lite_uuid(col, v)).transpose()
+            }
+        }
     }
     fn time(&self, col: &'static str) -> Result<DateTime<Utc>> {
-        from_micros(col, self.try_get(col)?)
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => from_micros(col, r.try_get(col)?),
+        }
     }
     fn opt_time(&self, col: &'static str) -> Result<Option<DateTime<Utc>>> {
-        let value: Option<i64> = self.try_get(col)?;
-        value.map(|v| from_micros(col, v)).transpose()
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => {
+                let value: Option<i64> = r.try_get(col)?;
+                value.map(|v| from_micros(col, v)).transpose()
+            }
+        }
     }
     fn text(&self, col: &'static str) -> Result<String> {
-        Ok(self.try_get(col)?)
+        same!(self, col)
     }
     fn opt_text(&self, col: &'static str) -> Result<Option<String>> {
-        Ok(self.try_get(col)?)
+        same!(self, col)
     }
     fn int(&self, col: &'static str) -> Result<i32> {
-        let value: i64 = self.try_get(col)?;
-        i32::try_from(value).map_err(|_| StoreError::Corrupt {
-            column: col,
-            value: value.to_string(),
-        })
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => {
+                let value: i64 = r.try_get(col)?;
+                i32::try_from(value).map_err(|_| StoreError::Corrupt {
+                    column: col,
+                    value: value.to_string(),
+                })
+            }
+        }
     }
     fn bigint(&self, col: &'static str) -> Result<i64> {
-        Ok(self.try_get(col)?)
+        same!(self, col)
     }
     fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>> {
-        let value: String = self.try_get(col)?;
-        serde_json::from_str(&value).map_err(|_| StoreError::Corrupt { column: col, value })
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => {
+                let value: String = r.try_get(col)?;
+                serde_json::from_str(&value).map_err(|_| StoreError::Corrupt { column: col, value })
+            }
+        }
     }
+    fn bytes(&self, col: &'static str) -> Result<Vec<u8>> {
+        same!(self, col)
+    }
+}
+
+/// The UUID in column `col` of every row (the ids a statement returned).
+pub(crate) fn uuids<R: RowExt>(rows: &[R], col: &'static str) -> Result<Vec<Uuid>> {
+    rows.iter().map(|r| r.uuid(col)).collect()
 }
 
 /// The columns [`window`] reads, in a fixed order for `SELECT`/`RETURNING`.
@@ -190,13 +204,21 @@ pub(crate) fn ready_link<R: RowExt>(r: &R) -> Result<ReadyLink> {
     })
 }
 
-/// Decodes an [`Execution`].
+/// Decodes an [`Execution`]; an `updated_at` that is NULL (the row has
+/// neither `updated_at` nor `finished_at`, see `executions.rs`) reads as the
+/// Unix epoch.
+///
+/// Why the epoch: no time of the report is known, and the epoch says so
+/// plainly, where an invented time (such as now) would look like a real,
+/// fresh report.
 pub(crate) fn execution<R: RowExt>(r: &R) -> Result<Execution> {
     Ok(Execution {
         id: r.uuid("id")?,
         status: r.text("status")?,
         result: r.text("result")?,
-        updated_at: r.time("updated_at")?,
+        updated_at: r
+            .opt_time("updated_at")?
+            .unwrap_or(DateTime::<Utc>::UNIX_EPOCH),
         finished_at: r.opt_time("finished_at")?,
     })
 }

@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
+use super::dialect::{query, trunc, Arg, On};
 use super::types::Delivery;
-use super::{micros, trunc, Db, Result, Store};
+use super::{Result, Store};
 
 /// Every ledger column, in the order [`decode::delivery`] reads them.
 macro_rules! delivery_cols {
@@ -18,6 +19,30 @@ macro_rules! delivery_cols {
 }
 pub(crate) use delivery_cols;
 
+/// The ledger row whose `column` (`id` or `idempotency_key`, both unique)
+/// is `value`, if any, read on `on` (the pool, or a transaction that must
+/// see its own writes).
+async fn delivery_by<'c>(
+    on: impl Into<On<'c>>,
+    column: &str,
+    value: Arg<'_>,
+) -> Result<Option<Delivery>> {
+    let sql = format!(
+        "SELECT {} FROM nomos_deliveries WHERE {column} = $1",
+        delivery_cols!()
+    );
+    let row = query(sql).bind(value).fetch_optional(on).await?;
+    row.as_ref().map(decode::delivery).transpose()
+}
+
+/// The ledger row with this idempotency key, if any (see [`delivery_by`]).
+pub(crate) async fn delivery_by_key<'c>(
+    on: impl Into<On<'c>>,
+    key: &str,
+) -> Result<Option<Delivery>> {
+    delivery_by(on, "idempotency_key", key.into()).await
+}
+
 impl Store {
     /// Clears leases that have expired at `now` and returns how many, for a
     /// rescuer loop whose metric shows crashed or stuck workers. Not needed
@@ -25,79 +50,29 @@ impl Store {
     /// by itself) and it does not count an attempt: a crash is not the
     /// agent's failure.
     pub async fn release_expired_leases(&self, now: DateTime<Utc>) -> Result<u64> {
-        let now = trunc(now);
-        Ok(match &self.db {
-            Db::Pg(pool) => sqlx::query(
-                "UPDATE nomos_deliveries \
-                 SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
-                 WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at <= $1",
-            )
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected(),
-            Db::Lite(pool) => sqlx::query(
-                "UPDATE nomos_deliveries \
-                 SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?1 \
-                 WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at <= ?1",
-            )
-            .bind(micros(now))
-            .execute(pool)
-            .await?
-            .rows_affected(),
-        })
+        query(
+            "UPDATE nomos_deliveries \
+             SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
+             WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at <= $1",
+        )
+        .bind(trunc(now))
+        .execute(self)
+        .await
     }
 
     /// One ledger row by id; `None` if unknown.
     pub async fn delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
-        let row = match &self.db {
-            Db::Pg(pool) => sqlx::query(concat!(
-                "SELECT ",
-                delivery_cols!(),
-                " FROM nomos_deliveries WHERE id = $1"
-            ))
-            .bind(id)
-            .fetch_optional(pool)
-            .await?
-            .map(|r| decode::delivery(&r)),
-            Db::Lite(pool) => sqlx::query(concat!(
-                "SELECT ",
-                delivery_cols!(),
-                " FROM nomos_deliveries WHERE id = ?1"
-            ))
-            .bind(id.to_string())
-            .fetch_optional(pool)
-            .await?
-            .map(|r| decode::delivery(&r)),
-        };
-        row.transpose()
+        delivery_by(self, "id", id.into()).await
     }
 
     /// The session's ledger, newest first (empty for an unknown session).
     pub async fn deliveries_for_session(&self, session_id: Uuid) -> Result<Vec<Delivery>> {
-        match &self.db {
-            Db::Pg(pool) => sqlx::query(concat!(
-                "SELECT ",
-                delivery_cols!(),
-                " FROM nomos_deliveries WHERE session_id = $1 ORDER BY created_at DESC, id DESC"
-            ))
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(decode::delivery)
-            .collect(),
-            Db::Lite(pool) => sqlx::query(concat!(
-                "SELECT ",
-                delivery_cols!(),
-                " FROM nomos_deliveries WHERE session_id = ?1 ORDER BY created_at DESC, id DESC"
-            ))
-            .bind(session_id.to_string())
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(decode::delivery)
-            .collect(),
-        }
+        let sql = concat!(
+            "SELECT ",
+            delivery_cols!(),
+            " FROM nomos_deliveries WHERE session_id = $1 ORDER BY created_at DESC, id DESC"
+        );
+        let rows = query(sql).bind(session_id).fetch_all(self).await?;
+        rows.iter().map(decode::delivery).collect()
     }
 }

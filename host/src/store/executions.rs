@@ -16,29 +16,15 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
+use super::dialect::{query, trunc};
 use super::types::{Execution, LateReport, ReportOutcome};
-use super::{
-    dedup, json_ids, micros, trunc, Db, Result, Store, StoreError, SQLITE_BEGIN, WAKE_CHANNEL,
-};
+use super::{dedup, Db, Result, Store, StoreError};
 
 /// The columns every read selects, with the NULL fallbacks of the module
-/// docs; `$epoch` is the backend's literal for the Unix epoch.
-///
-/// Why the epoch when a row has neither `updated_at` nor `finished_at`: no
-/// time of the report is known, and the epoch says so plainly, where an
-/// invented time (such as now) would look like a real, fresh report.
-macro_rules! read_cols {
-    ($epoch:literal) => {
-        concat!(
-            "id, status, COALESCE(result, '') AS result, \
-             COALESCE(updated_at, finished_at, ",
-            $epoch,
-            ") AS updated_at, finished_at"
-        )
-    };
-}
-const PG_COLS: &str = read_cols!("'epoch'::timestamptz");
-const LITE_COLS: &str = read_cols!("0");
+/// docs (a NULL `updated_at` left after them reads as the epoch, see
+/// [`decode::execution`]).
+const COLS: &str = "id, status, COALESCE(result, '') AS result, \
+     COALESCE(updated_at, finished_at) AS updated_at, finished_at";
 
 /// The columns [`decode::late_report`] reads.
 const LATE_COLS: &str = "execution_id, status, result, reported_at";
@@ -75,7 +61,7 @@ impl Store {
     /// The check and the write are one conditional upsert inside one
     /// transaction, so of two concurrent reports at most one finishes the
     /// execution. On PostgreSQL an applied report sends a `pg_notify` on
-    /// [`WAKE_CHANNEL`] in the same transaction, so a woken worker always
+    /// [`WAKE_CHANNEL`](super::WAKE_CHANNEL) in the same transaction, so a woken worker always
     /// sees the new row. On SQLite the caller signals its in-process worker
     /// itself (only when the report was applied: nothing else changed).
     pub async fn upsert_execution_status(
@@ -94,158 +80,63 @@ impl Store {
             });
         }
         let now = trunc(now);
-        let outcome = match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let sql = format!(
-                    "INSERT INTO executions AS x (id, status, result, updated_at, finished_at) \
-                     VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN $4 ELSE NULL END) \
-                     ON CONFLICT (id) DO UPDATE SET \
-                       status = EXCLUDED.status, result = EXCLUDED.result, \
-                       updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at \
-                     WHERE x.finished_at IS NULL \
-                     RETURNING {PG_COLS}"
-                );
-                let applied = sqlx::query(&sql)
-                    .bind(id)
-                    .bind(status)
-                    .bind(result)
-                    .bind(now)
-                    .bind(finished)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let (row, applied) = match applied {
-                    Some(row) => {
-                        sqlx::query("SELECT pg_notify($1, '')")
-                            .bind(WAKE_CHANNEL)
-                            .execute(&mut *tx)
-                            .await?;
-                        (row, true)
-                    }
-                    // The conflicting row is locked by the upsert until the
-                    // commit, and a finished row never changes again.
-                    None => {
-                        sqlx::query(
-                            "INSERT INTO nomos_late_reports \
-                               (execution_id, status, result, reported_at) \
-                             VALUES ($1, $2, $3, $4)",
-                        )
-                        .bind(id)
-                        .bind(status)
-                        .bind(result)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
-                        let sql = format!("SELECT {PG_COLS} FROM executions WHERE id = $1");
-                        let row = sqlx::query(&sql).bind(id).fetch_one(&mut *tx).await?;
-                        (row, false)
-                    }
-                };
-                tx.commit().await?;
-                ReportOutcome {
-                    execution: decode::execution(&row)?,
-                    applied,
-                }
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "INSERT INTO executions AS x (id, status, result, updated_at, finished_at) \
+             VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN $4 ELSE NULL END) \
+             ON CONFLICT (id) DO UPDATE SET \
+               status = EXCLUDED.status, result = EXCLUDED.result, \
+               updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at \
+             WHERE x.finished_at IS NULL \
+             RETURNING {COLS}"
+        );
+        let applied = query(sql)
+            .bind(id)
+            .bind(status)
+            .bind(result)
+            .bind(now)
+            .bind(finished)
+            .fetch_optional(&mut tx)
+            .await?;
+        let (row, applied) = match applied {
+            Some(row) => {
+                tx.notify_wake().await?;
+                (row, true)
             }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let sql = format!(
-                    "INSERT INTO executions AS x (id, status, result, updated_at, finished_at) \
-                     VALUES (?1, ?2, ?3, ?4, CASE WHEN ?5 THEN ?4 ELSE NULL END) \
-                     ON CONFLICT (id) DO UPDATE SET \
-                       status = excluded.status, result = excluded.result, \
-                       updated_at = excluded.updated_at, finished_at = excluded.finished_at \
-                     WHERE x.finished_at IS NULL \
-                     RETURNING {LITE_COLS}"
-                );
-                let applied = sqlx::query(&sql)
-                    .bind(id.to_string())
-                    .bind(status)
-                    .bind(result)
-                    .bind(micros(now))
-                    .bind(finished)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let (row, applied) = match applied {
-                    Some(row) => (row, true),
-                    None => {
-                        sqlx::query(
-                            "INSERT INTO nomos_late_reports \
-                               (execution_id, status, result, reported_at) \
-                             VALUES (?1, ?2, ?3, ?4)",
-                        )
-                        .bind(id.to_string())
-                        .bind(status)
-                        .bind(result)
-                        .bind(micros(now))
-                        .execute(&mut *tx)
-                        .await?;
-                        let sql = format!("SELECT {LITE_COLS} FROM executions WHERE id = ?1");
-                        let row = sqlx::query(&sql)
-                            .bind(id.to_string())
-                            .fetch_one(&mut *tx)
-                            .await?;
-                        (row, false)
-                    }
-                };
-                tx.commit().await?;
-                ReportOutcome {
-                    execution: decode::execution(&row)?,
-                    applied,
-                }
+            // The conflicting row is locked by the upsert until the commit
+            // (on SQLite, the whole file is), and a finished row never
+            // changes again.
+            None => {
+                query(
+                    "INSERT INTO nomos_late_reports (execution_id, status, result, reported_at) \
+                     VALUES ($1, $2, $3, $4)",
+                )
+                .bind(id)
+                .bind(status)
+                .bind(result)
+                .bind(now)
+                .execute(&mut tx)
+                .await?;
+                let sql = format!("SELECT {COLS} FROM executions WHERE id = $1");
+                (query(sql).bind(id).fetch_one(&mut tx).await?, false)
             }
         };
-        Ok(outcome)
+        tx.commit().await?;
+        Ok(ReportOutcome {
+            execution: decode::execution(&row)?,
+            applied,
+        })
     }
 
     /// The reports of an execution that arrived after its first terminal one
     /// and were recorded, not applied (see
     /// [`Store::upsert_execution_status`]), in arrival order.
     pub async fn late_reports(&self, id: Uuid) -> Result<Vec<LateReport>> {
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id = $1 ORDER BY id"
-                );
-                let rows = sqlx::query(&sql).bind(id).fetch_all(pool).await?;
-                rows.iter().map(decode::late_report).collect()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id = ?1 ORDER BY id"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(id.to_string())
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::late_report).collect()
-            }
-        }
-    }
-
-    /// One execution by id; `None` if it has not reported (no row, or a row
-    /// with no status). A row that does not decode is an error here: the
-    /// read concerns that execution alone.
-    pub async fn execution(&self, id: Uuid) -> Result<Option<Execution>> {
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {PG_COLS} FROM executions WHERE id = $1 AND status IS NOT NULL"
-                );
-                let row = sqlx::query(&sql).bind(id).fetch_optional(pool).await?;
-                row.as_ref().map(decode::execution).transpose()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {LITE_COLS} FROM executions WHERE id = ?1 AND status IS NOT NULL"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(id.to_string())
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::execution).transpose()
-            }
-        }
+        let sql = format!(
+            "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id = $1 ORDER BY id"
+        );
+        let rows = query(sql).bind(id).fetch_all(self).await?;
+        rows.iter().map(decode::late_report).collect()
     }
 
     /// The executions among `ids` that have reported, in the order of
@@ -258,30 +149,15 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut out: Vec<Execution> = match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {PG_COLS} FROM executions WHERE id = ANY($1) AND status IS NOT NULL"
-                );
-                let rows = sqlx::query(&sql).bind(&ids).fetch_all(pool).await?;
-                rows.iter()
-                    .filter_map(|r| decode::or_skip(r, "id", decode::execution))
-                    .collect()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {LITE_COLS} FROM executions \
-                     WHERE id IN (SELECT value FROM json_each(?1)) AND status IS NOT NULL"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(json_ids(&ids))
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter()
-                    .filter_map(|r| decode::or_skip(r, "id", decode::execution))
-                    .collect()
-            }
-        };
+        let sql = format!(
+            "SELECT {COLS} FROM executions WHERE id {} AND status IS NOT NULL",
+            self.backend().in_ids("$1")
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        let mut out: Vec<Execution> = rows
+            .iter()
+            .filter_map(|r| decode::or_skip(r, "id", decode::execution))
+            .collect();
         out.sort_by_key(|e| ids.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
         Ok(out)
     }

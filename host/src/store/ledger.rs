@@ -81,7 +81,7 @@ pub struct Claim {
     pub token: Uuid,
 }
 
-/// The arguments of [`super::Store::plan_continuation`].
+/// The arguments of [`super::Store::plan_continuations`].
 #[derive(Clone, Copy, Debug)]
 pub struct ContinuationPlan<'a> {
     /// The session to re-invoke.
@@ -98,7 +98,7 @@ pub struct ContinuationPlan<'a> {
     pub hard_cap: i32,
 }
 
-/// The result of [`super::Store::plan_continuation`]. Every variant but
+/// The result of [`super::Store::plan_continuations`]. Every variant but
 /// `Planned` means nothing was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlanOutcome {
@@ -129,7 +129,7 @@ pub enum PlanOutcome {
     },
 }
 
-/// A notice to record with [`super::Store::drop_links`].
+/// A notice to record with [`super::Store::drop_links_seen`].
 #[derive(Clone, Copy, Debug)]
 pub struct Notice<'a> {
     /// Unique; a repeat is not recorded twice.
@@ -140,7 +140,7 @@ pub struct Notice<'a> {
     pub policy_revision: &'a str,
 }
 
-/// The result of [`super::Store::drop_links`].
+/// The result of [`super::Store::drop_links_seen`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DropOutcome {
     /// Links settled as dropped by this call.

@@ -3,11 +3,13 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::decode;
+use super::decode::{self, uuids, RowExt};
+use super::dialect::{query, trunc};
+use super::notices::{insert_notice, NoticeAbout};
 use super::types::{
-    DeliveryKind, DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot,
+    DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot,
 };
-use super::{dedup, json_ids, micros, trunc, Db, Result, Store, SQLITE_BEGIN};
+use super::{dedup, Result, Store};
 
 /// Link columns joined with the execution's status (alias `l` / `e`).
 pub(crate) const LINK_COLS: &str = "l.execution_id, l.session_id, l.created_at, l.continued_at, \
@@ -22,18 +24,30 @@ macro_rules! ready_cols {
          COALESCE(e.updated_at, e.finished_at, l.created_at) AS updated_at, e.finished_at"
     };
 }
-const READY_COLS: &str = ready_cols!();
 
-/// The worker's poll on PostgreSQL (first page), shared with the benchmark's
-/// `EXPLAIN` so that what is measured is what runs. `$1` is the limit.
-pub(crate) const PENDING_LINKS_PG: &str = concat!(
-    "SELECT ",
-    ready_cols!(),
-    " FROM nomos_plan_executions l \
-     JOIN executions e ON e.id = l.execution_id \
-     WHERE l.continued_at IS NULL AND l.delivery_id IS NULL AND e.status IS NOT NULL \
-     ORDER BY l.created_at, l.execution_id LIMIT $1"
-);
+/// The worker's poll, `$1` being the limit and `$after` the condition that
+/// starts a later page after a cursor.
+macro_rules! pending_links {
+    ($after:literal) => {
+        concat!(
+            "SELECT ",
+            ready_cols!(),
+            " FROM nomos_plan_executions l \
+             JOIN executions e ON e.id = l.execution_id \
+             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL AND e.status IS NOT NULL ",
+            $after,
+            " ORDER BY l.created_at, l.execution_id LIMIT $1"
+        )
+    };
+}
+
+/// The first page of the worker's poll, shared with the benchmark's
+/// `EXPLAIN` so that what is measured is what runs.
+pub(crate) const PENDING_LINKS: &str = pending_links!("");
+
+/// A later page: after the cursor `($2, $3)` = (link time, execution id).
+const PENDING_LINKS_AFTER: &str =
+    pending_links!("AND l.created_at >= $2 AND (l.created_at, l.execution_id) > ($2, $3)");
 
 impl Store {
     /// Links executions to the session whose tool result mentioned them.
@@ -58,73 +72,33 @@ impl Store {
     ) -> Result<LinkOutcome> {
         let now = trunc(now);
         let mut out = LinkOutcome::default();
-        match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                for id in dedup(execution_ids) {
-                    let inserted = sqlx::query(
-                        "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
-                         VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO NOTHING",
-                    )
-                    .bind(id)
-                    .bind(session_id)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                    if inserted == 1 {
-                        out.linked.push(id);
-                        continue;
-                    }
-                    let owner: Uuid = sqlx::query_scalar(
-                        "SELECT session_id FROM nomos_plan_executions WHERE execution_id = $1",
-                    )
-                    .bind(id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    classify(&mut out, id, session_id, owner);
-                }
-                if !out.linked.is_empty() {
-                    sqlx::query("SELECT pg_notify($1, '')")
-                        .bind(super::WAKE_CHANNEL)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
+        let mut tx = self.begin().await?;
+        for id in dedup(execution_ids) {
+            let inserted = query(
+                "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
+                 VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO NOTHING",
+            )
+            .bind(id)
+            .bind(session_id)
+            .bind(now)
+            .execute(&mut tx)
+            .await?;
+            if inserted == 1 {
+                out.linked.push(id);
+                continue;
             }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                for id in dedup(execution_ids) {
-                    let inserted = sqlx::query(
-                        "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
-                         VALUES (?1, ?2, ?3) ON CONFLICT (execution_id) DO NOTHING",
-                    )
-                    .bind(id.to_string())
-                    .bind(session_id.to_string())
-                    .bind(micros(now))
-                    .execute(&mut *tx)
+            let owner =
+                query("SELECT session_id FROM nomos_plan_executions WHERE execution_id = $1")
+                    .bind(id)
+                    .fetch_one(&mut tx)
                     .await?
-                    .rows_affected();
-                    if inserted == 1 {
-                        out.linked.push(id);
-                        continue;
-                    }
-                    let owner: String = sqlx::query_scalar(
-                        "SELECT session_id FROM nomos_plan_executions WHERE execution_id = ?1",
-                    )
-                    .bind(id.to_string())
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    let owner =
-                        uuid::Uuid::parse_str(&owner).map_err(|_| super::StoreError::Corrupt {
-                            column: "session_id",
-                            value: owner,
-                        })?;
-                    classify(&mut out, id, session_id, owner);
-                }
-                tx.commit().await?;
-            }
+                    .uuid("session_id")?;
+            classify(&mut out, id, session_id, owner);
         }
+        if !out.linked.is_empty() {
+            tx.notify_wake().await?;
+        }
+        tx.commit().await?;
         Ok(out)
     }
 
@@ -156,53 +130,17 @@ impl Store {
         let mut cursor = after;
         loop {
             let want = limit - out.len() as i64;
-            let (fetched, last) = match (&self.db, cursor) {
-                (Db::Pg(pool), None) => {
-                    let rows = sqlx::query(PENDING_LINKS_PG)
-                        .bind(want)
-                        .fetch_all(pool)
-                        .await?;
-                    (rows.len(), decode::ready_page(&rows, &mut out)?)
-                }
-                (Db::Pg(pool), Some(c)) => {
-                    let sql = format!(
-                        "SELECT {READY_COLS} FROM nomos_plan_executions l \
-                         JOIN executions e ON e.id = l.execution_id \
-                         WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
-                           AND e.status IS NOT NULL \
-                           AND l.created_at >= $1 AND (l.created_at, l.execution_id) > ($1, $2) \
-                         ORDER BY l.created_at, l.execution_id LIMIT $3"
-                    );
-                    let rows = sqlx::query(&sql)
-                        .bind(c.linked_at)
-                        .bind(c.execution_id)
-                        .bind(want)
-                        .fetch_all(pool)
-                        .await?;
-                    (rows.len(), decode::ready_page(&rows, &mut out)?)
-                }
-                (Db::Lite(pool), after) => {
-                    let (at, id) = match after {
-                        Some(c) => (micros(c.linked_at), c.execution_id.to_string()),
-                        None => (i64::MIN, String::new()),
-                    };
-                    let sql = format!(
-                        "SELECT {READY_COLS} FROM nomos_plan_executions l \
-                         JOIN executions e ON e.id = l.execution_id \
-                         WHERE l.continued_at IS NULL AND l.delivery_id IS NULL \
-                           AND e.status IS NOT NULL \
-                           AND l.created_at >= ?1 AND (l.created_at, l.execution_id) > (?1, ?2) \
-                         ORDER BY l.created_at, l.execution_id LIMIT ?3"
-                    );
-                    let rows = sqlx::query(&sql)
-                        .bind(at)
-                        .bind(id)
-                        .bind(want)
-                        .fetch_all(pool)
-                        .await?;
-                    (rows.len(), decode::ready_page(&rows, &mut out)?)
-                }
-            };
+            let rows = match cursor {
+                None => query(PENDING_LINKS).bind(want),
+                Some(c) => query(PENDING_LINKS_AFTER)
+                    .bind(want)
+                    .bind(c.linked_at)
+                    .bind(c.execution_id),
+            }
+            .fetch_all(self)
+            .await?;
+            let fetched = rows.len();
+            let last = decode::ready_page(&rows, &mut out)?;
             // A short read is the end; otherwise read on only if rows were
             // skipped. Each round starts after the last row fetched, so the
             // loop ends.
@@ -218,31 +156,14 @@ impl Store {
     /// their execution's status if it has reported. For the decision input
     /// ("still running") and for the API.
     pub async fn pending_links_for_session(&self, session_id: Uuid) -> Result<Vec<Link>> {
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-                     LEFT JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.session_id = $1 AND l.continued_at IS NULL \
-                     ORDER BY l.created_at, l.execution_id"
-                );
-                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
-                rows.iter().map(decode::link).collect()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-                     LEFT JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.session_id = ?1 AND l.continued_at IS NULL \
-                     ORDER BY l.created_at, l.execution_id"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::link).collect()
-            }
-        }
+        let sql = format!(
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+             LEFT JOIN executions e ON e.id = l.execution_id \
+             WHERE l.session_id = $1 AND l.continued_at IS NULL \
+             ORDER BY l.created_at, l.execution_id"
+        );
+        let rows = query(sql).bind(session_id).fetch_all(self).await?;
+        rows.iter().map(decode::link).collect()
     }
 
     /// What the policy's decision input needs about a session at `now`: its
@@ -253,7 +174,7 @@ impl Store {
     /// status strings are terminal); an unsettled link whose execution has not
     /// reported, or reported a non-terminal status, is "still running".
     /// Two reads, not one snapshot: the result is advisory input for the
-    /// policy; the hard checks happen again in [`Store::plan_continuation`].
+    /// policy; the hard checks happen again in [`Store::plan_continuations`].
     pub async fn session_snapshot(
         &self,
         session_id: Uuid,
@@ -280,7 +201,13 @@ impl Store {
     }
 
     /// Settles links as dropped (the policy or a host guard decided not to
-    /// continue them) and records at most one notice about it.
+    /// continue them) and records at most one notice about it, but only while
+    /// the session's window row is as the caller saw it when deciding
+    /// (`guard: Some(window_seen)`: its `updated_at`, or `None` for no row):
+    /// an approval that lands after the decision changes the row, and the
+    /// links are left for the next decision rather than dropped on a stale
+    /// "window closed". Nothing is written when the window changed; `guard:
+    /// None` drops unconditionally.
     ///
     /// Only links of `session_id` that are still pending (not settled, not
     /// planned) are dropped; the others are left alone and not reported.
@@ -288,24 +215,6 @@ impl Store {
     /// call) is written only if this call dropped something, and at most once
     /// per idempotency key: a repeat with the same key writes nothing. One
     /// transaction: the links and the notice change together or not at all.
-    pub async fn drop_links(
-        &self,
-        session_id: Uuid,
-        execution_ids: &[Uuid],
-        reason: &str,
-        notice: Option<Notice<'_>>,
-        now: DateTime<Utc>,
-    ) -> Result<DropOutcome> {
-        self.drop_links_seen(session_id, execution_ids, reason, notice, now, None)
-            .await
-    }
-
-    /// [`Store::drop_links`], but only while the session's window row is as
-    /// the caller saw it when deciding (`window_seen`: its `updated_at`, or
-    /// `None` for no row): an approval that lands after the decision
-    /// changes the row, and the links are left for the next decision rather
-    /// than dropped on a stale "window closed". Nothing is written when the
-    /// window changed; `guard: None` drops unconditionally.
     pub async fn drop_links_seen(
         &self,
         session_id: Uuid,
@@ -318,107 +227,40 @@ impl Store {
         let now = trunc(now);
         let ids = dedup(execution_ids);
         let mut out = DropOutcome::default();
-        match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let sql = format!(
-                    "UPDATE nomos_plan_executions \
-                     SET continued_at = $1, outcome = 'dropped', reason = $2 \
-                     WHERE session_id = $3 AND execution_id = ANY($4) \
-                       AND continued_at IS NULL AND delivery_id IS NULL {} \
-                     RETURNING execution_id",
-                    if guard.is_some() {
-                        "AND (SELECT updated_at FROM nomos_assent_windows WHERE session_id = $3) \
-                         IS NOT DISTINCT FROM $5"
-                    } else {
-                        ""
-                    }
-                );
-                let mut query = sqlx::query_scalar(&sql)
-                    .bind(now)
-                    .bind(reason)
-                    .bind(session_id)
-                    .bind(&ids);
-                if let Some(seen) = guard {
-                    query = query.bind(seen.map(trunc));
-                }
-                out.dropped = query.fetch_all(&mut *tx).await?;
-                order_like(&mut out.dropped, &ids);
-                if let (Some(n), false) = (notice, out.dropped.is_empty()) {
-                    out.notice = sqlx::query_scalar(
-                        "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, \
-                           execution_ids, note, policy_revision, state, attempts, \
-                           next_attempt_at, created_at, updated_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8) \
-                         ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
-                    )
-                    .bind(Uuid::new_v4())
-                    .bind(session_id)
-                    .bind(DeliveryKind::Notice.as_str())
-                    .bind(n.idempotency_key)
-                    .bind(&out.dropped)
-                    .bind(n.message)
-                    .bind(n.policy_revision)
-                    .bind(now)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE nomos_plan_executions \
+             SET continued_at = $1, outcome = 'dropped', reason = $2 \
+             WHERE session_id = $3 AND execution_id {} \
+               AND continued_at IS NULL AND delivery_id IS NULL {} \
+             RETURNING execution_id",
+            tx.backend().in_ids("$4"),
+            if guard.is_some() {
+                "AND (SELECT updated_at FROM nomos_assent_windows WHERE session_id = $3) \
+                 IS NOT DISTINCT FROM $5"
+            } else {
+                ""
             }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let sql = format!(
-                    "UPDATE nomos_plan_executions \
-                     SET continued_at = ?1, outcome = 'dropped', reason = ?2 \
-                     WHERE session_id = ?3 \
-                       AND execution_id IN (SELECT value FROM json_each(?4)) \
-                       AND continued_at IS NULL AND delivery_id IS NULL {} \
-                     RETURNING execution_id",
-                    if guard.is_some() {
-                        "AND (SELECT updated_at FROM nomos_assent_windows WHERE session_id = ?3) IS ?5"
-                    } else {
-                        ""
-                    }
-                );
-                let mut query = sqlx::query_scalar(&sql)
-                    .bind(micros(now))
-                    .bind(reason)
-                    .bind(session_id.to_string())
-                    .bind(json_ids(&ids));
-                if let Some(seen) = guard {
-                    query = query.bind(seen.map(|t| micros(trunc(t))));
-                }
-                let dropped: Vec<String> = query.fetch_all(&mut *tx).await?;
-                out.dropped = ids
-                    .iter()
-                    .copied()
-                    .filter(|id| dropped.contains(&id.to_string()))
-                    .collect();
-                if let (Some(n), false) = (notice, out.dropped.is_empty()) {
-                    let id = Uuid::new_v4();
-                    let inserted = sqlx::query(
-                        "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, \
-                           execution_ids, note, policy_revision, state, attempts, \
-                           next_attempt_at, created_at, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8, ?8) \
-                         ON CONFLICT (idempotency_key) DO NOTHING",
-                    )
-                    .bind(id.to_string())
-                    .bind(session_id.to_string())
-                    .bind(DeliveryKind::Notice.as_str())
-                    .bind(n.idempotency_key)
-                    .bind(json_ids(&out.dropped))
-                    .bind(n.message)
-                    .bind(n.policy_revision)
-                    .bind(micros(now))
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                    out.notice = (inserted == 1).then_some(id);
-                }
-                tx.commit().await?;
-            }
+        );
+        let mut update = query(sql)
+            .bind(now)
+            .bind(reason)
+            .bind(session_id)
+            .bind(&ids);
+        if let Some(seen) = guard {
+            update = update.bind(seen.map(trunc));
         }
+        out.dropped = uuids(&update.fetch_all(&mut tx).await?, "execution_id")?;
+        order_like(&mut out.dropped, &ids);
+        if let (Some(n), false) = (notice, out.dropped.is_empty()) {
+            let about = NoticeAbout {
+                session_id,
+                execution_ids: &out.dropped,
+                policy_revision: n.policy_revision,
+            };
+            out.notice = insert_notice(&mut tx, about, n.idempotency_key, n.message, now).await?;
+        }
+        tx.commit().await?;
         Ok(out)
     }
 }

@@ -28,11 +28,28 @@
 //!   [`PlanOutcome::SessionBusy`] or [`AttemptOutcome::LeaseLost`]; a
 //!   [`StoreError`] means the input was malformed or the database failed.
 //!   Every refusal rolls back, so nothing is ever half written.
+//!
+//! # One function, two dialects
+//!
+//! Each store function is written once, against the private `dialect`
+//! module, so the Rust around a statement (its checks, its transaction,
+//! what a refusal returns) cannot drift between the backends: a fix lands
+//! on both. Arguments are `dialect::Arg`s, bound as each backend represents
+//! them (the representation above lives there and in `decode`, nowhere
+//! else); rows are read through `decode::RowExt`; statements run on the
+//! pool or on a `dialect::Tx`, begun with `BEGIN IMMEDIATE` on SQLite so a
+//! read-then-write never fails half way with `SQLITE_BUSY`. Placeholders
+//! are `$1`, `$2`, … on both backends, so most statements have one text.
+//! Where the SQL really differs, both texts sit side by side at the call
+//! (`Backend::pick`) or come from a `Backend` helper: the claim query
+//! (PostgreSQL locks the rows it picks `FOR UPDATE SKIP LOCKED` and their
+//! windows `FOR SHARE`; SQLite holds the write lock), the other lock
+//! clauses, an id list (`= ANY` of an array, or a JSON list), the claims
+//! passed as pairs, and `GREATEST` against the two-argument `MAX`.
 
 pub mod bench;
 mod chat_history;
 pub use chat_history::SessionNotice;
-mod batch;
 mod claims;
 mod ledger;
 pub use claims::FailedCall;
@@ -42,6 +59,7 @@ mod settle;
 pub use settle::RetryOutcome;
 mod decode;
 mod deliveries;
+mod dialect;
 mod executions;
 mod links;
 mod plan;
@@ -66,6 +84,8 @@ use sqlx::sqlite::{
 use thiserror::Error;
 use uuid::Uuid;
 
+use decode::RowExt;
+use dialect::query;
 pub use types::*;
 
 /// The PostgreSQL `LISTEN`/`NOTIFY` channel that wakes the worker.
@@ -286,46 +306,36 @@ impl Store {
         if !exists {
             return Ok(Vec::new());
         }
-        const SQL: &str = "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";
-        Ok(match &self.db {
-            Db::Pg(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await?,
-            Db::Lite(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await?,
-        })
+        let rows = query("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(self)
+            .await?;
+        rows.iter().map(|r| r.bigint("version")).collect()
     }
 
     /// Names of the tables in the current schema (PostgreSQL) or file
     /// (SQLite), sorted. Lets `status` and the tests see what the migrations
     /// created or removed without SQL outside this module.
     pub async fn tables(&self) -> Result<Vec<String>> {
-        Ok(match &self.db {
-            Db::Pg(pool) => {
-                sqlx::query_scalar(
-                    "SELECT table_name::text FROM information_schema.tables \
-                     WHERE table_schema = current_schema() ORDER BY 1",
-                )
-                .fetch_all(pool)
-                .await?
-            }
-            Db::Lite(pool) => {
-                sqlx::query_scalar(
-                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') \
-                     AND name NOT LIKE 'sqlite_%' ORDER BY 1",
-                )
-                .fetch_all(pool)
-                .await?
-            }
-        })
+        let sql = self.backend().pick(
+            "SELECT table_name::text AS name FROM information_schema.tables \
+             WHERE table_schema = current_schema() ORDER BY 1",
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') \
+             AND name NOT LIKE 'sqlite_%' ORDER BY 1",
+        );
+        let rows = query(sql).fetch_all(self).await?;
+        rows.iter().map(|r| r.text("name")).collect()
     }
 
     /// The database's clock (`clock_timestamp()` on PostgreSQL), the one
     /// clock every replica times windows by (see `clock::OffsetClock`).
     /// SQLite is a file on this machine: its clock is this machine's.
     pub async fn database_now(&self) -> Result<DateTime<Utc>> {
-        match &self.db {
-            Db::Pg(pool) => Ok(sqlx::query_scalar("SELECT clock_timestamp()")
-                .fetch_one(pool)
-                .await?),
-            Db::Lite(_) => Ok(Utc::now()),
+        match self.backend() {
+            Backend::Postgres => query("SELECT clock_timestamp() AS now")
+                .fetch_one(self)
+                .await?
+                .time("now"),
+            Backend::Sqlite => Ok(Utc::now()),
         }
     }
 
@@ -333,10 +343,10 @@ impl Store {
     /// on SQLite, where the worker is in the same process and is signalled
     /// in memory by the caller.
     pub async fn notify_wake(&self) -> Result<()> {
-        if let Db::Pg(pool) = &self.db {
-            sqlx::query("SELECT pg_notify($1, '')")
+        if let Db::Pg(_) = &self.db {
+            query("SELECT pg_notify($1, '')")
                 .bind(WAKE_CHANNEL)
-                .execute(pool)
+                .execute(self)
                 .await?;
         }
         Ok(())
@@ -360,25 +370,6 @@ pub fn parse_uuid(text: &str) -> Result<Uuid> {
     Uuid::parse_str(text.trim()).map_err(|_| StoreError::InvalidUuid(text.to_owned()))
 }
 
-/// Truncates a time to microseconds, the precision both backends store, so
-/// that what a caller writes and what it reads back compare equal.
-pub(crate) fn trunc(t: DateTime<Utc>) -> DateTime<Utc> {
-    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
-}
-
-/// A time as SQLite stores it: microseconds since the Unix epoch, UTC.
-pub(crate) fn micros(t: DateTime<Utc>) -> i64 {
-    t.timestamp_micros()
-}
-
-/// The inverse of [`micros`].
-pub(crate) fn from_micros(column: &'static str, m: i64) -> Result<DateTime<Utc>> {
-    DateTime::from_timestamp_micros(m).ok_or_else(|| StoreError::Corrupt {
-        column,
-        value: m.to_string(),
-    })
-}
-
 /// Removes duplicates while keeping first-seen order, so a caller passing the
 /// same id twice gets the same result as passing it once.
 pub(crate) fn dedup(ids: &[Uuid]) -> Vec<Uuid> {
@@ -390,15 +381,3 @@ pub(crate) fn dedup(ids: &[Uuid]) -> Vec<Uuid> {
     }
     out
 }
-
-/// The ids as a JSON array, the SQLite representation of a UUID list (also
-/// used with `json_each` to pass a list as one bind parameter).
-pub(crate) fn json_ids(ids: &[Uuid]) -> String {
-    let parts: Vec<String> = ids.iter().map(|id| format!("\"{id}\"")).collect();
-    format!("[{}]", parts.join(","))
-}
-
-/// SQLite transactions that will write start with `BEGIN IMMEDIATE`: taking
-/// the write lock up front means a read-then-write never fails half way with
-/// `SQLITE_BUSY` (the busy timeout covers the wait instead).
-pub(crate) const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";

@@ -5,18 +5,19 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::dialect::{query, trunc, On};
 use super::types::Delivery;
-use super::{micros, trunc, Db, Result, Store};
+use super::{Result, Store};
 
 /// Settles the unsettled links of a delivery with `outcome` and `reason`.
-pub(crate) async fn settle_links_pg(
-    tx: &mut sqlx::PgConnection,
+pub(crate) async fn settle_links<'c>(
+    on: impl Into<On<'c>>,
     delivery: Uuid,
     outcome: &str,
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    sqlx::query(
+    query(
         "UPDATE nomos_plan_executions SET continued_at = $2, outcome = $3, reason = $4 \
          WHERE delivery_id = $1 AND continued_at IS NULL",
     )
@@ -24,28 +25,7 @@ pub(crate) async fn settle_links_pg(
     .bind(now)
     .bind(outcome)
     .bind(reason)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
-}
-
-/// [`settle_links_pg`] for SQLite.
-pub(crate) async fn settle_links_lite(
-    tx: &mut sqlx::SqliteConnection,
-    delivery: Uuid,
-    outcome: &str,
-    reason: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE nomos_plan_executions SET continued_at = ?2, outcome = ?3, reason = ?4 \
-         WHERE delivery_id = ?1 AND continued_at IS NULL",
-    )
-    .bind(delivery.to_string())
-    .bind(micros(now))
-    .bind(outcome)
-    .bind(reason)
-    .execute(&mut *tx)
+    .execute(on)
     .await?;
     Ok(())
 }
@@ -73,57 +53,31 @@ impl<'a> From<&'a Delivery> for NoticeAbout<'a> {
 }
 
 /// Writes a pending notice about `about`'s executions under `key`, once.
-pub(crate) async fn insert_notice_pg(
-    tx: &mut sqlx::PgConnection,
+/// Returns the new row's id, or `None` when a notice with that key exists.
+pub(crate) async fn insert_notice<'c>(
+    on: impl Into<On<'c>>,
     about: NoticeAbout<'_>,
     key: &str,
     message: &str,
     now: DateTime<Utc>,
-) -> Result<bool> {
-    let written = sqlx::query(
+) -> Result<Option<Uuid>> {
+    let id = Uuid::new_v4();
+    let written = query(
         "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
            note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at) \
          VALUES ($1, $2, 'notice', $3, $4, $5, $6, 'pending', 0, $7, $7, $7) \
          ON CONFLICT (idempotency_key) DO NOTHING",
     )
-    .bind(Uuid::new_v4())
+    .bind(id)
     .bind(about.session_id)
     .bind(key)
     .bind(about.execution_ids)
     .bind(message)
     .bind(about.policy_revision)
     .bind(now)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    Ok(written == 1)
-}
-
-/// [`insert_notice_pg`] for SQLite.
-pub(crate) async fn insert_notice_lite(
-    tx: &mut sqlx::SqliteConnection,
-    about: NoticeAbout<'_>,
-    key: &str,
-    message: &str,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    let written = sqlx::query(
-        "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
-           note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at) \
-         VALUES (?1, ?2, 'notice', ?3, ?4, ?5, ?6, 'pending', 0, ?7, ?7, ?7) \
-         ON CONFLICT (idempotency_key) DO NOTHING",
-    )
-    .bind(Uuid::new_v4().to_string())
-    .bind(about.session_id.to_string())
-    .bind(key)
-    .bind(super::json_ids(about.execution_ids))
-    .bind(message)
-    .bind(about.policy_revision)
-    .bind(micros(now))
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    Ok(written == 1)
+    .execute(on)
+    .await?;
+    Ok((written == 1).then_some(id))
 }
 
 impl Store {
@@ -137,16 +91,7 @@ impl Store {
         message: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => {
-                let mut conn = pool.acquire().await?;
-                insert_notice_pg(&mut conn, about, key, message, now).await
-            }
-            Db::Lite(pool) => {
-                let mut conn = pool.acquire().await?;
-                insert_notice_lite(&mut conn, about, key, message, now).await
-            }
-        }
+        let written = insert_notice(self, about, key, message, trunc(now)).await?;
+        Ok(written.is_some())
     }
 }

@@ -4,9 +4,11 @@
 
 use serde::Serialize;
 
+use super::decode::{self, RowExt};
 use super::deliveries::delivery_cols;
+use super::dialect::query;
 use super::types::Delivery;
-use super::{decode, Db, Result, Store};
+use super::{Result, Store};
 
 /// Counts over every session.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -30,62 +32,41 @@ pub struct Overview {
 }
 
 const COUNTS: &str = "SELECT \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE continued_at IS NULL), \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'continued'), \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'dropped'), \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'failed'), \
-    (SELECT COUNT(*) FROM nomos_deliveries WHERE kind = 'continuation' AND state = 'delivered'), \
-    (SELECT COUNT(*) FROM nomos_deliveries WHERE state = 'pending'), \
-    (SELECT COUNT(*) FROM nomos_deliveries WHERE state = 'failed'), \
-    (SELECT COUNT(*) FROM nomos_deliveries WHERE kind = 'notice' AND state = 'delivered')";
-
-type Counts = (i64, i64, i64, i64, i64, i64, i64, i64);
+    (SELECT COUNT(*) FROM nomos_plan_executions WHERE continued_at IS NULL) AS pending_links, \
+    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'continued') AS continued_links, \
+    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'dropped') AS dropped_links, \
+    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'failed') AS failed_links, \
+    (SELECT COUNT(*) FROM nomos_deliveries WHERE kind = 'continuation' AND state = 'delivered') \
+      AS continuations_delivered, \
+    (SELECT COUNT(*) FROM nomos_deliveries WHERE state = 'pending') AS deliveries_pending, \
+    (SELECT COUNT(*) FROM nomos_deliveries WHERE state = 'failed') AS deliveries_failed, \
+    (SELECT COUNT(*) FROM nomos_deliveries WHERE kind = 'notice' AND state = 'delivered') \
+      AS notices_delivered";
 
 impl Store {
     /// Counts of links and deliveries by state, over every session.
     pub async fn overview(&self) -> Result<Overview> {
-        let c: Counts = match &self.db {
-            Db::Pg(pool) => sqlx::query_as(COUNTS).fetch_one(pool).await?,
-            Db::Lite(pool) => sqlx::query_as(COUNTS).fetch_one(pool).await?,
-        };
+        let c = query(COUNTS).fetch_one(self).await?;
         Ok(Overview {
-            pending_links: c.0,
-            continued_links: c.1,
-            dropped_links: c.2,
-            failed_links: c.3,
-            continuations_delivered: c.4,
-            deliveries_pending: c.5,
-            deliveries_failed: c.6,
-            notices_delivered: c.7,
+            pending_links: c.bigint("pending_links")?,
+            continued_links: c.bigint("continued_links")?,
+            dropped_links: c.bigint("dropped_links")?,
+            failed_links: c.bigint("failed_links")?,
+            continuations_delivered: c.bigint("continuations_delivered")?,
+            deliveries_pending: c.bigint("deliveries_pending")?,
+            deliveries_failed: c.bigint("deliveries_failed")?,
+            notices_delivered: c.bigint("notices_delivered")?,
         })
     }
 
     /// The newest ledger rows over every session.
     pub async fn recent_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
-        let rows = match &self.db {
-            Db::Pg(pool) => sqlx::query(concat!(
-                "SELECT ",
-                delivery_cols!(),
-                " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT $1"
-            ))
-            .bind(limit)
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(decode::delivery)
-            .collect(),
-            Db::Lite(pool) => sqlx::query(concat!(
-                "SELECT ",
-                delivery_cols!(),
-                " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT ?1"
-            ))
-            .bind(limit)
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(decode::delivery)
-            .collect(),
-        };
-        rows
+        let sql = concat!(
+            "SELECT ",
+            delivery_cols!(),
+            " FROM nomos_deliveries ORDER BY created_at DESC, id LIMIT $1"
+        );
+        let rows = query(sql).bind(limit).fetch_all(self).await?;
+        rows.iter().map(decode::delivery).collect()
     }
 }

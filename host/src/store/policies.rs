@@ -2,11 +2,11 @@
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
 use super::decode::RowExt;
+use super::dialect::{query, trunc};
 use super::types::{ActivePolicy, PolicyRevision};
-use super::{micros, trunc, Db, Result, Store, StoreError, SQLITE_BEGIN};
+use super::{Result, Store, StoreError};
 
 /// The SHA-256 of a policy component as lowercase hex: its revision id.
 pub fn policy_hash(wasm: &[u8]) -> String {
@@ -36,33 +36,17 @@ impl Store {
                 reason: format!("is not the SHA-256 of the wasm ({actual})"),
             });
         }
-        let now = trunc(now);
-        let n = match &self.db {
-            Db::Pg(pool) => sqlx::query(
-                "INSERT INTO nomos_policy_revisions (hash, wasm, name, version, created_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING",
-            )
-            .bind(hash)
-            .bind(wasm)
-            .bind(name)
-            .bind(version)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected(),
-            Db::Lite(pool) => sqlx::query(
-                "INSERT INTO nomos_policy_revisions (hash, wasm, name, version, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (hash) DO NOTHING",
-            )
-            .bind(hash)
-            .bind(wasm)
-            .bind(name)
-            .bind(version)
-            .bind(micros(now))
-            .execute(pool)
-            .await?
-            .rows_affected(),
-        };
+        let n = query(
+            "INSERT INTO nomos_policy_revisions (hash, wasm, name, version, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING",
+        )
+        .bind(hash)
+        .bind(wasm)
+        .bind(name)
+        .bind(version)
+        .bind(trunc(now))
+        .execute(self)
+        .await?;
         Ok(n == 1)
     }
 
@@ -71,53 +55,29 @@ impl Store {
     /// if it was never saved; one transaction, so the active row always
     /// names a stored revision.
     pub async fn activate_policy(&self, hash: &str, now: DateTime<Utc>) -> Result<()> {
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let known: Option<String> = sqlx::query_scalar(
-                    "SELECT hash FROM nomos_policy_revisions WHERE hash = $1 FOR SHARE",
-                )
-                .bind(hash)
-                .fetch_optional(&mut *tx)
-                .await?;
-                if known.is_none() {
-                    return Err(StoreError::UnknownPolicy(hash.to_owned()));
-                }
-                sqlx::query(
-                    "INSERT INTO nomos_policy_active (id, hash, activated_at) VALUES (1, $1, $2) \
-                     ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, \
-                       activated_at = EXCLUDED.activated_at",
-                )
-                .bind(hash)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await?;
-            }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let known: Option<String> =
-                    sqlx::query_scalar("SELECT hash FROM nomos_policy_revisions WHERE hash = ?1")
-                        .bind(hash)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                if known.is_none() {
-                    return Err(StoreError::UnknownPolicy(hash.to_owned()));
-                }
-                sqlx::query(
-                    "INSERT INTO nomos_policy_active (id, hash, activated_at) VALUES (1, ?1, ?2) \
-                     ON CONFLICT (id) DO UPDATE SET hash = excluded.hash, \
-                       activated_at = excluded.activated_at",
-                )
-                .bind(hash)
-                .bind(micros(now))
-                .execute(&mut *tx)
-                .await?;
-                tx.commit().await?;
-            }
+        let mut tx = self.begin().await?;
+        // The share lock (PostgreSQL) keeps the revision from going away
+        // before the commit; SQLite's write lock already does.
+        let known = query(format!(
+            "SELECT hash FROM nomos_policy_revisions WHERE hash = $1{}",
+            tx.backend().lock(" FOR SHARE")
+        ))
+        .bind(hash)
+        .fetch_optional(&mut tx)
+        .await?;
+        if known.is_none() {
+            return Err(StoreError::UnknownPolicy(hash.to_owned()));
         }
-        Ok(())
+        query(
+            "INSERT INTO nomos_policy_active (id, hash, activated_at) VALUES (1, $1, $2) \
+             ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, \
+               activated_at = EXCLUDED.activated_at",
+        )
+        .bind(hash)
+        .bind(trunc(now))
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await
     }
 
     /// The active revision with its bytes; `None` until one is activated (the
@@ -126,31 +86,17 @@ impl Store {
         const SQL: &str = "SELECT r.hash, r.wasm, r.name, r.version, a.activated_at \
              FROM nomos_policy_active a JOIN nomos_policy_revisions r ON r.hash = a.hash \
              WHERE a.id = 1";
-        fn build<R: RowExt + Row>(r: &R, wasm: Vec<u8>) -> Result<ActivePolicy> {
+        let row = query(SQL).fetch_optional(self).await?;
+        row.map(|r| {
             Ok(ActivePolicy {
                 hash: r.text("hash")?,
-                wasm,
+                wasm: r.bytes("wasm")?,
                 name: r.text("name")?,
                 version: r.text("version")?,
                 activated_at: r.time("activated_at")?,
             })
-        }
-        match &self.db {
-            Db::Pg(pool) => match sqlx::query(SQL).fetch_optional(pool).await? {
-                None => Ok(None),
-                Some(r) => {
-                    let wasm: Vec<u8> = r.try_get("wasm")?;
-                    build(&r, wasm).map(Some)
-                }
-            },
-            Db::Lite(pool) => match sqlx::query(SQL).fetch_optional(pool).await? {
-                None => Ok(None),
-                Some(r) => {
-                    let wasm: Vec<u8> = r.try_get("wasm")?;
-                    build(&r, wasm).map(Some)
-                }
-            },
-        }
+        })
+        .transpose()
     }
 
     /// Every stored revision without its bytes, newest first (for the API
@@ -166,19 +112,11 @@ impl Store {
                 created_at: r.time("created_at")?,
             })
         }
-        match &self.db {
-            Db::Pg(pool) => sqlx::query(SQL)
-                .fetch_all(pool)
-                .await?
-                .iter()
-                .map(build)
-                .collect(),
-            Db::Lite(pool) => sqlx::query(SQL)
-                .fetch_all(pool)
-                .await?
-                .iter()
-                .map(build)
-                .collect(),
-        }
+        query(SQL)
+            .fetch_all(self)
+            .await?
+            .iter()
+            .map(build)
+            .collect()
     }
 }

@@ -7,21 +7,30 @@ use uuid::Uuid;
 use super::claims::settled_notice_key;
 use super::decode;
 use super::deliveries::delivery_cols;
-use super::notices::{insert_notice_lite, insert_notice_pg, settle_links_lite, settle_links_pg};
-use super::types::{Claim, Delivery, DeliveryKind, DeliveryState, Window};
-use super::{micros, trunc, Db, Result, Store, SQLITE_BEGIN};
+use super::dialect::{query, trunc, Query};
+use super::notices::{insert_notice, settle_links};
+use super::plan::{in_flight, is_unique_violation};
+use super::types::{Delivery, DeliveryKind, DeliveryState, Window};
+use super::{Claim, Result, Store};
 
-/// A pending continuation not held by a live lease, on PostgreSQL; `$1` is now.
-const UNHELD_PG: &str = "d.state = 'pending' AND d.kind = 'continuation' \
+/// A pending continuation not held by a live lease; `$1` is now.
+const UNHELD: &str = "d.state = 'pending' AND d.kind = 'continuation' \
      AND (d.lease_owner IS NULL OR d.lease_expires_at <= $1)";
-const WINDOW_OPEN_PG: &str = "EXISTS (SELECT 1 FROM nomos_assent_windows w \
+/// Its session's window is open at `$1`.
+const WINDOW_OPEN: &str = "EXISTS (SELECT 1 FROM nomos_assent_windows w \
      WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
        AND w.opened_at <= $1 AND w.expires_at > $1)";
-const UNHELD_LITE: &str = "d.state = 'pending' AND d.kind = 'continuation' \
-     AND (d.lease_owner IS NULL OR d.lease_expires_at <= ?1)";
-const WINDOW_OPEN_LITE: &str = "EXISTS (SELECT 1 FROM nomos_assent_windows w \
-     WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
-       AND w.opened_at <= ?1 AND w.expires_at > ?1)";
+
+/// Ends delivery `$2` as `dropped` at `$1` with reason `$3` (unleased), if
+/// `guard` holds of it (alias `d`); returns its row.
+fn drop_where(guard: &str) -> String {
+    format!(
+        "UPDATE nomos_deliveries AS d SET state = 'dropped', last_error = $3, \
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
+         WHERE d.id = $2 AND {guard} RETURNING {}",
+        delivery_cols!()
+    )
+}
 
 /// What [`Store::retry_delivery`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,41 +78,19 @@ impl Store {
         now: DateTime<Utc>,
         limit: i64,
     ) -> Result<Vec<(Delivery, Option<Window>)>> {
-        let now = trunc(now);
-        let found: Vec<Delivery> = match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {} FROM nomos_deliveries d WHERE {UNHELD_PG} AND NOT {WINDOW_OPEN_PG} \
-                     ORDER BY d.created_at LIMIT $2",
-                    delivery_cols!()
-                );
-                sqlx::query(&sql)
-                    .bind(now)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?
-                    .iter()
-                    .map(decode::delivery)
-                    .collect::<Result<_>>()?
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {} FROM nomos_deliveries d WHERE {UNHELD_LITE} AND NOT {WINDOW_OPEN_LITE} \
-                     ORDER BY d.created_at LIMIT ?2",
-                    delivery_cols!()
-                );
-                sqlx::query(&sql)
-                    .bind(micros(now))
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?
-                    .iter()
-                    .map(decode::delivery)
-                    .collect::<Result<_>>()?
-            }
-        };
-        let mut out = Vec::with_capacity(found.len());
-        for delivery in found {
+        let sql = format!(
+            "SELECT {} FROM nomos_deliveries d WHERE {UNHELD} AND NOT {WINDOW_OPEN} \
+             ORDER BY d.created_at LIMIT $2",
+            delivery_cols!()
+        );
+        let rows = query(sql)
+            .bind(trunc(now))
+            .bind(limit)
+            .fetch_all(self)
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let delivery = decode::delivery(row)?;
             let window = self.window(delivery.session_id).await?;
             out.push((delivery, window));
         }
@@ -123,52 +110,10 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<bool> {
         let now = trunc(now);
-        let key = settled_notice_key("w", id);
-        match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let sql = format!(
-                    "UPDATE nomos_deliveries d SET state = 'dropped', last_error = $3, \
-                       lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
-                     WHERE d.id = $2 AND {UNHELD_PG} AND NOT {WINDOW_OPEN_PG} \
-                     RETURNING {}",
-                    delivery_cols!()
-                );
-                let row = sqlx::query(&sql)
-                    .bind(now)
-                    .bind(id)
-                    .bind(reason)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(row) = row else { return Ok(false) };
-                let delivery = decode::delivery(&row)?;
-                settle_links_pg(&mut tx, id, "dropped", reason, now).await?;
-                insert_notice_pg(&mut tx, (&delivery).into(), &key, message, now).await?;
-                tx.commit().await?;
-            }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let sql = format!(
-                    "UPDATE nomos_deliveries AS d SET state = 'dropped', last_error = ?3, \
-                       lease_owner = NULL, lease_expires_at = NULL, updated_at = ?1 \
-                     WHERE d.id = ?2 AND {UNHELD_LITE} AND NOT {WINDOW_OPEN_LITE} \
-                     RETURNING {}",
-                    delivery_cols!()
-                );
-                let row = sqlx::query(&sql)
-                    .bind(micros(now))
-                    .bind(id.to_string())
-                    .bind(reason)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(row) = row else { return Ok(false) };
-                let delivery = decode::delivery(&row)?;
-                settle_links_lite(&mut tx, id, "dropped", reason, now).await?;
-                insert_notice_lite(&mut tx, (&delivery).into(), &key, message, now).await?;
-                tx.commit().await?;
-            }
-        }
-        Ok(true)
+        let guard = format!("{UNHELD} AND NOT {WINDOW_OPEN}");
+        let update = query(drop_where(&guard)).bind(now).bind(id).bind(reason);
+        self.end_dropped(update, id, "w", reason, message, now)
+            .await
     }
 
     /// Ends a claimed continuation as `dropped` (the policy, asked again
@@ -183,51 +128,37 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<bool> {
         let now = trunc(now);
-        let key = settled_notice_key("p", claim.id);
-        match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let sql = format!(
-                    "UPDATE nomos_deliveries SET state = 'dropped', last_error = $3, \
-                       lease_owner = NULL, lease_expires_at = NULL, updated_at = $4 \
-                     WHERE id = $1 AND claim_token = $2 AND state = 'pending' RETURNING {}",
-                    delivery_cols!()
-                );
-                let row = sqlx::query(&sql)
-                    .bind(claim.id)
-                    .bind(claim.token)
-                    .bind(reason)
-                    .bind(now)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(row) = row else { return Ok(false) };
-                let delivery = decode::delivery(&row)?;
-                settle_links_pg(&mut tx, claim.id, "dropped", reason, now).await?;
-                insert_notice_pg(&mut tx, (&delivery).into(), &key, message, now).await?;
-                tx.commit().await?;
-            }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let sql = format!(
-                    "UPDATE nomos_deliveries SET state = 'dropped', last_error = ?3, \
-                       lease_owner = NULL, lease_expires_at = NULL, updated_at = ?4 \
-                     WHERE id = ?1 AND claim_token = ?2 AND state = 'pending' RETURNING {}",
-                    delivery_cols!()
-                );
-                let row = sqlx::query(&sql)
-                    .bind(claim.id.to_string())
-                    .bind(claim.token.to_string())
-                    .bind(reason)
-                    .bind(micros(now))
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(row) = row else { return Ok(false) };
-                let delivery = decode::delivery(&row)?;
-                settle_links_lite(&mut tx, claim.id, "dropped", reason, now).await?;
-                insert_notice_lite(&mut tx, (&delivery).into(), &key, message, now).await?;
-                tx.commit().await?;
-            }
-        }
+        let update = query(drop_where("d.claim_token = $4 AND d.state = 'pending'"))
+            .bind(now)
+            .bind(claim.id)
+            .bind(reason)
+            .bind(claim.token);
+        self.end_dropped(update, claim.id, "p", reason, message, now)
+            .await
+    }
+
+    /// Runs `update` (which ends delivery `id` as `dropped` and returns its
+    /// row, or nothing when its guard no longer holds); if it matched, settles
+    /// the links `dropped` and writes the notice keyed by `prefix`, all in
+    /// one transaction. Returns whether it matched.
+    async fn end_dropped(
+        &self,
+        update: Query<'_>,
+        id: Uuid,
+        prefix: &str,
+        reason: &str,
+        message: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let Some(row) = update.fetch_optional(&mut tx).await? else {
+            return Ok(false);
+        };
+        let delivery = decode::delivery(&row)?;
+        settle_links(&mut tx, id, "dropped", reason, now).await?;
+        let key = settled_notice_key(prefix, id);
+        insert_notice(&mut tx, (&delivery).into(), &key, message, now).await?;
+        tx.commit().await?;
         Ok(true)
     }
 
@@ -257,75 +188,36 @@ impl Store {
         {
             return Ok(RetryOutcome::WindowClosed);
         }
-        if continuation && self.in_flight(current.session_id).await?.is_some() {
+        if continuation && in_flight(self, current.session_id).await?.is_some() {
             return Ok(RetryOutcome::SessionBusy);
         }
-        let reset = "SET state = 'pending', attempts = 0, shortages = 0, claims = 0, \
-             first_failed_at = NULL, lease_owner = NULL, lease_expires_at = NULL, \
-             claim_token = NULL, claimed_at = NULL";
-        let unsettle = "UPDATE nomos_plan_executions \
-             SET continued_at = NULL, outcome = NULL, reason = NULL";
-        let row = match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let sql = format!(
-                    "UPDATE nomos_deliveries {reset}, next_attempt_at = $2, updated_at = $2 \
-                     WHERE id = $1 AND state IN ('failed', 'dropped') RETURNING {}",
-                    delivery_cols!()
-                );
-                let row = sqlx::query(&sql)
-                    .bind(id)
-                    .bind(now)
-                    .fetch_optional(&mut *tx)
-                    .await;
-                let row = match row {
-                    Err(e) if super::plan::is_unique_violation(&e, "in_flight") => {
-                        return Ok(RetryOutcome::SessionBusy)
-                    }
-                    other => other?,
-                };
-                if row.is_some() && continuation {
-                    sqlx::query(&format!(
-                        "{unsettle} WHERE delivery_id = $1 AND outcome <> 'continued'"
-                    ))
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                row.map(|r| decode::delivery(&r)).transpose()?
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE nomos_deliveries \
+             SET state = 'pending', attempts = 0, shortages = 0, claims = 0, \
+                 first_failed_at = NULL, lease_owner = NULL, lease_expires_at = NULL, \
+                 claim_token = NULL, claimed_at = NULL, next_attempt_at = $2, updated_at = $2 \
+             WHERE id = $1 AND state IN ('failed', 'dropped') RETURNING {}",
+            delivery_cols!()
+        );
+        let row = match query(sql).bind(id).bind(now).fetch_optional(&mut tx).await {
+            Err(super::StoreError::Database(e)) if is_unique_violation(&e, "in_flight") => {
+                return Ok(RetryOutcome::SessionBusy)
             }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let sql = format!(
-                    "UPDATE nomos_deliveries {reset}, next_attempt_at = ?2, updated_at = ?2 \
-                     WHERE id = ?1 AND state IN ('failed', 'dropped') RETURNING {}",
-                    delivery_cols!()
-                );
-                let row = sqlx::query(&sql)
-                    .bind(id.to_string())
-                    .bind(micros(now))
-                    .fetch_optional(&mut *tx)
-                    .await;
-                let row = match row {
-                    Err(e) if super::plan::is_unique_violation(&e, "in_flight") => {
-                        return Ok(RetryOutcome::SessionBusy)
-                    }
-                    other => other?,
-                };
-                if row.is_some() && continuation {
-                    sqlx::query(&format!(
-                        "{unsettle} WHERE delivery_id = ?1 AND outcome <> 'continued'"
-                    ))
-                    .bind(id.to_string())
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                row.map(|r| decode::delivery(&r)).transpose()?
-            }
+            other => other?,
         };
-        Ok(match row {
+        if row.is_some() && continuation {
+            query(
+                "UPDATE nomos_plan_executions \
+                 SET continued_at = NULL, outcome = NULL, reason = NULL \
+                 WHERE delivery_id = $1 AND outcome <> 'continued'",
+            )
+            .bind(id)
+            .execute(&mut tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(match row.as_ref().map(decode::delivery).transpose()? {
             Some(d) => RetryOutcome::Retried(Box::new(d)),
             // Changed under us (another retry won): report what it is now.
             None => match self.delivery(id).await? {

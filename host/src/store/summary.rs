@@ -3,9 +3,10 @@
 use uuid::Uuid;
 
 use super::decode;
+use super::dialect::query;
 use super::links::LINK_COLS;
 use super::types::SessionSummary;
-use super::{Db, Result, Store};
+use super::{Result, Store};
 
 impl Store {
     /// The session's window, all its links with their state (oldest first)
@@ -16,29 +17,13 @@ impl Store {
     /// a 404. Several reads, not one snapshot: for display only.
     pub async fn session_summary(&self, session_id: Uuid) -> Result<SessionSummary> {
         let window = self.window(session_id).await?;
-        let links = match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-                     LEFT JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.session_id = $1 ORDER BY l.created_at, l.execution_id"
-                );
-                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
-                rows.iter().map(decode::link).collect::<Result<Vec<_>>>()?
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-                     LEFT JOIN executions e ON e.id = l.execution_id \
-                     WHERE l.session_id = ?1 ORDER BY l.created_at, l.execution_id"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::link).collect::<Result<Vec<_>>>()?
-            }
-        };
+        let sql = format!(
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+             LEFT JOIN executions e ON e.id = l.execution_id \
+             WHERE l.session_id = $1 ORDER BY l.created_at, l.execution_id"
+        );
+        let rows = query(sql).bind(session_id).fetch_all(self).await?;
+        let links = rows.iter().map(decode::link).collect::<Result<Vec<_>>>()?;
         let deliveries = self.deliveries_for_session(session_id).await?;
         Ok(SessionSummary {
             session_id,

@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode;
+use super::dialect::{query, trunc};
 use super::types::{Role, Turn};
-use super::{micros, trunc, Db, Result, Store};
+use super::{Result, Store};
 
 /// The columns [`decode::turn`] reads; shared with `chat_history`.
 pub(super) const TURN_COLS: &str = "id, session_id, role, content, idempotency_key, created_at";
@@ -22,60 +23,26 @@ impl Store {
         content: &str,
         now: DateTime<Utc>,
     ) -> Result<Turn> {
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
-                     VALUES ($1, $2, $3, $4) RETURNING {TURN_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id)
-                    .bind(role.as_str())
-                    .bind(content)
-                    .bind(now)
-                    .fetch_one(pool)
-                    .await?;
-                decode::turn(&row)
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
-                     VALUES (?1, ?2, ?3, ?4) RETURNING {TURN_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .bind(role.as_str())
-                    .bind(content)
-                    .bind(micros(now))
-                    .fetch_one(pool)
-                    .await?;
-                decode::turn(&row)
-            }
-        }
+        let sql = format!(
+            "INSERT INTO nomos_chat_turns (session_id, role, content, created_at) \
+             VALUES ($1, $2, $3, $4) RETURNING {TURN_COLS}"
+        );
+        let row = query(sql)
+            .bind(session_id)
+            .bind(role.as_str())
+            .bind(content)
+            .bind(trunc(now))
+            .fetch_one(self)
+            .await?;
+        decode::turn(&row)
     }
 
     /// A session's history in the order it happened (by id; empty for an
     /// unknown session).
     pub async fn turns(&self, session_id: Uuid) -> Result<Vec<Turn>> {
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "SELECT {TURN_COLS} FROM nomos_chat_turns WHERE session_id = $1 ORDER BY id"
-                );
-                let rows = sqlx::query(&sql).bind(session_id).fetch_all(pool).await?;
-                rows.iter().map(decode::turn).collect()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "SELECT {TURN_COLS} FROM nomos_chat_turns WHERE session_id = ?1 ORDER BY id"
-                );
-                let rows = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .fetch_all(pool)
-                    .await?;
-                rows.iter().map(decode::turn).collect()
-            }
-        }
+        let sql =
+            format!("SELECT {TURN_COLS} FROM nomos_chat_turns WHERE session_id = $1 ORDER BY id");
+        let rows = query(sql).bind(session_id).fetch_all(self).await?;
+        rows.iter().map(decode::turn).collect()
     }
 }

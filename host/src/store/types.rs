@@ -157,7 +157,7 @@ pub struct Window {
 
 impl Window {
     /// Open at `now`: `opened_at <= now < expires_at` and not closed. The
-    /// same rule the default policy and [`super::Store::plan_continuation`] use.
+    /// same rule the default policy and [`super::Store::plan_continuations`] use.
     pub fn is_open_at(&self, now: DateTime<Utc>) -> bool {
         self.closed_at.is_none() && self.opened_at <= now && now < self.expires_at
     }

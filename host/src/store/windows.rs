@@ -4,8 +4,9 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::decode::{self, WINDOW_COLS};
+use super::dialect::{query, trunc};
 use super::types::{Route, Window};
-use super::{micros, trunc, Db, Result, Store, StoreError, MAX_WINDOW};
+use super::{Result, Store, StoreError, MAX_WINDOW};
 
 impl Store {
     /// Records an approval by any route: opens the session's assent window or
@@ -37,54 +38,28 @@ impl Store {
         }
         let now = trunc(now);
         let expires = trunc(now + duration);
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_assent_windows AS w \
-                       (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, 0, NULL, $2) \
-                     ON CONFLICT (session_id) DO UPDATE SET \
-                       opened_at = CASE WHEN {open} THEN w.opened_at ELSE EXCLUDED.opened_at END, \
-                       expires_at = CASE WHEN {open} THEN GREATEST(w.expires_at, EXCLUDED.expires_at) \
-                                    ELSE EXCLUDED.expires_at END, \
-                       continuations = CASE WHEN {open} THEN w.continuations ELSE 0 END, \
-                       route = EXCLUDED.route, closed_at = NULL, updated_at = EXCLUDED.updated_at \
-                     RETURNING {WINDOW_COLS}",
-                    open = "(w.closed_at IS NULL AND w.opened_at <= $2 AND w.expires_at > $2)"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id)
-                    .bind(now)
-                    .bind(expires)
-                    .bind(route.as_str())
-                    .fetch_one(pool)
-                    .await?;
-                decode::window(&row)
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "INSERT INTO nomos_assent_windows AS w \
-                       (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
-                     VALUES (?1, ?2, ?3, ?4, 0, NULL, ?2) \
-                     ON CONFLICT (session_id) DO UPDATE SET \
-                       opened_at = CASE WHEN {open} THEN w.opened_at ELSE excluded.opened_at END, \
-                       expires_at = CASE WHEN {open} THEN MAX(w.expires_at, excluded.expires_at) \
-                                    ELSE excluded.expires_at END, \
-                       continuations = CASE WHEN {open} THEN w.continuations ELSE 0 END, \
-                       route = excluded.route, closed_at = NULL, updated_at = excluded.updated_at \
-                     RETURNING {WINDOW_COLS}",
-                    open = "(w.closed_at IS NULL AND w.opened_at <= ?2 AND w.expires_at > ?2)"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .bind(micros(now))
-                    .bind(micros(expires))
-                    .bind(route.as_str())
-                    .fetch_one(pool)
-                    .await?;
-                decode::window(&row)
-            }
-        }
+        let sql = format!(
+            "INSERT INTO nomos_assent_windows AS w \
+               (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
+             VALUES ($1, $2, $3, $4, 0, NULL, $2) \
+             ON CONFLICT (session_id) DO UPDATE SET \
+               opened_at = CASE WHEN {open} THEN w.opened_at ELSE EXCLUDED.opened_at END, \
+               expires_at = CASE WHEN {open} THEN {greatest}(w.expires_at, EXCLUDED.expires_at) \
+                            ELSE EXCLUDED.expires_at END, \
+               continuations = CASE WHEN {open} THEN w.continuations ELSE 0 END, \
+               route = EXCLUDED.route, closed_at = NULL, updated_at = EXCLUDED.updated_at \
+             RETURNING {WINDOW_COLS}",
+            open = "(w.closed_at IS NULL AND w.opened_at <= $2 AND w.expires_at > $2)",
+            greatest = self.backend().greatest(),
+        );
+        let row = query(sql)
+            .bind(session_id)
+            .bind(now)
+            .bind(expires)
+            .bind(route.as_str())
+            .fetch_one(self)
+            .await?;
+        decode::window(&row)
     }
 
     /// Records a denial: closes the session's open window (`closed_at = now`,
@@ -95,61 +70,25 @@ impl Store {
     /// already expired at `now`. Pending links stay linked; the worker drops
     /// them (with a notice) when they finish outside a window.
     pub async fn deny(&self, session_id: Uuid, now: DateTime<Utc>) -> Result<Option<Window>> {
-        let now = trunc(now);
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql = format!(
-                    "UPDATE nomos_assent_windows \
-                     SET closed_at = $2, expires_at = $2, updated_at = $2 \
-                     WHERE session_id = $1 AND closed_at IS NULL AND expires_at > $2 \
-                     RETURNING {WINDOW_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id)
-                    .bind(now)
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::window).transpose()
-            }
-            Db::Lite(pool) => {
-                let sql = format!(
-                    "UPDATE nomos_assent_windows \
-                     SET closed_at = ?2, expires_at = ?2, updated_at = ?2 \
-                     WHERE session_id = ?1 AND closed_at IS NULL AND expires_at > ?2 \
-                     RETURNING {WINDOW_COLS}"
-                );
-                let row = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .bind(micros(now))
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::window).transpose()
-            }
-        }
+        let sql = format!(
+            "UPDATE nomos_assent_windows \
+             SET closed_at = $2, expires_at = $2, updated_at = $2 \
+             WHERE session_id = $1 AND closed_at IS NULL AND expires_at > $2 \
+             RETURNING {WINDOW_COLS}"
+        );
+        let row = query(sql)
+            .bind(session_id)
+            .bind(trunc(now))
+            .fetch_optional(self)
+            .await?;
+        row.as_ref().map(decode::window).transpose()
     }
 
     /// The session's window row, open or not; `None` if never approved.
     /// Use [`Window::is_open_at`] to ask whether it is open.
     pub async fn window(&self, session_id: Uuid) -> Result<Option<Window>> {
-        match &self.db {
-            Db::Pg(pool) => {
-                let sql =
-                    format!("SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id = $1");
-                let row = sqlx::query(&sql)
-                    .bind(session_id)
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::window).transpose()
-            }
-            Db::Lite(pool) => {
-                let sql =
-                    format!("SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id = ?1");
-                let row = sqlx::query(&sql)
-                    .bind(session_id.to_string())
-                    .fetch_optional(pool)
-                    .await?;
-                row.as_ref().map(decode::window).transpose()
-            }
-        }
+        let sql = format!("SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id = $1");
+        let row = query(sql).bind(session_id).fetch_optional(self).await?;
+        row.as_ref().map(decode::window).transpose()
     }
 }

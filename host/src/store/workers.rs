@@ -13,8 +13,9 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::decode::RowExt;
+use super::dialect::{query, trunc};
 use super::types::Registration;
-use super::{micros, trunc, Db, Result, Store, SQLITE_BEGIN};
+use super::{Result, Store};
 
 impl Store {
     /// Registers `instance` (one process) as the holder of `worker_id`.
@@ -32,72 +33,34 @@ impl Store {
     ) -> Result<Registration> {
         let now = trunc(now);
         let stale_before = now - stale_after;
-        let held = match &self.db {
-            Db::Pg(pool) => {
-                let mut tx = pool.begin().await?;
-                let taken = sqlx::query(
-                    "INSERT INTO nomos_workers AS w (worker_id, instance, heartbeat_at, started_at) \
-                     VALUES ($1, $2, $3, $3) \
-                     ON CONFLICT (worker_id) DO UPDATE SET \
-                       instance = EXCLUDED.instance, heartbeat_at = EXCLUDED.heartbeat_at, \
-                       started_at = CASE WHEN w.instance = EXCLUDED.instance \
-                         THEN w.started_at ELSE EXCLUDED.started_at END \
-                     WHERE w.instance = EXCLUDED.instance OR w.heartbeat_at < $4",
-                )
+        let mut tx = self.begin().await?;
+        let taken = query(
+            "INSERT INTO nomos_workers AS w (worker_id, instance, heartbeat_at, started_at) \
+             VALUES ($1, $2, $3, $3) \
+             ON CONFLICT (worker_id) DO UPDATE SET \
+               instance = EXCLUDED.instance, heartbeat_at = EXCLUDED.heartbeat_at, \
+               started_at = CASE WHEN w.instance = EXCLUDED.instance \
+                 THEN w.started_at ELSE EXCLUDED.started_at END \
+             WHERE w.instance = EXCLUDED.instance OR w.heartbeat_at < $4",
+        )
+        .bind(worker_id)
+        .bind(instance)
+        .bind(now)
+        .bind(stale_before)
+        .execute(&mut tx)
+        .await?;
+        // A refused upsert keeps the conflicting row locked (on SQLite, the
+        // whole file), so the holder read here is the one that refused us.
+        let held = if taken == 1 {
+            None
+        } else {
+            let row = query("SELECT heartbeat_at FROM nomos_workers WHERE worker_id = $1")
                 .bind(worker_id)
-                .bind(instance)
-                .bind(now)
-                .bind(stale_before)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                // A refused upsert keeps the conflicting row locked, so the
-                // holder read here is the one that refused us.
-                let held = if taken == 1 {
-                    None
-                } else {
-                    let row =
-                        sqlx::query("SELECT heartbeat_at FROM nomos_workers WHERE worker_id = $1")
-                            .bind(worker_id)
-                            .fetch_one(&mut *tx)
-                            .await?;
-                    Some(row.time("heartbeat_at")?)
-                };
-                tx.commit().await?;
-                held
-            }
-            Db::Lite(pool) => {
-                let mut tx = pool.begin_with(SQLITE_BEGIN).await?;
-                let taken = sqlx::query(
-                    "INSERT INTO nomos_workers AS w (worker_id, instance, heartbeat_at, started_at) \
-                     VALUES (?1, ?2, ?3, ?3) \
-                     ON CONFLICT (worker_id) DO UPDATE SET \
-                       instance = excluded.instance, heartbeat_at = excluded.heartbeat_at, \
-                       started_at = CASE WHEN w.instance = excluded.instance \
-                         THEN w.started_at ELSE excluded.started_at END \
-                     WHERE w.instance = excluded.instance OR w.heartbeat_at < ?4",
-                )
-                .bind(worker_id)
-                .bind(instance.to_string())
-                .bind(micros(now))
-                .bind(micros(stale_before))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                let held = if taken == 1 {
-                    None
-                } else {
-                    let row =
-                        sqlx::query("SELECT heartbeat_at FROM nomos_workers WHERE worker_id = ?1")
-                            .bind(worker_id)
-                            .fetch_one(&mut *tx)
-                            .await?;
-                    Some(row.time("heartbeat_at")?)
-                };
-                tx.commit().await?;
-                held
-            }
+                .fetch_one(&mut tx)
+                .await?;
+            Some(row.time("heartbeat_at")?)
         };
+        tx.commit().await?;
         Ok(match held {
             None => Registration::Registered,
             Some(heartbeat_at) => Registration::Duplicate { heartbeat_at },
@@ -115,33 +78,17 @@ impl Store {
         instance: Uuid,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let now = trunc(now);
-        let n = match &self.db {
-            Db::Pg(pool) => sqlx::query(
-                "INSERT INTO nomos_workers AS w (worker_id, instance, heartbeat_at, started_at) \
-                 VALUES ($1, $2, $3, $3) \
-                 ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at \
-                 WHERE w.instance = EXCLUDED.instance",
-            )
-            .bind(worker_id)
-            .bind(instance)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected(),
-            Db::Lite(pool) => sqlx::query(
-                "INSERT INTO nomos_workers AS w (worker_id, instance, heartbeat_at, started_at) \
-                 VALUES (?1, ?2, ?3, ?3) \
-                 ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at \
-                 WHERE w.instance = excluded.instance",
-            )
-            .bind(worker_id)
-            .bind(instance.to_string())
-            .bind(micros(now))
-            .execute(pool)
-            .await?
-            .rows_affected(),
-        };
+        let n = query(
+            "INSERT INTO nomos_workers AS w (worker_id, instance, heartbeat_at, started_at) \
+             VALUES ($1, $2, $3, $3) \
+             ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at \
+             WHERE w.instance = EXCLUDED.instance",
+        )
+        .bind(worker_id)
+        .bind(instance)
+        .bind(trunc(now))
+        .execute(self)
+        .await?;
         Ok(n == 1)
     }
 
@@ -149,24 +96,11 @@ impl Store {
     /// so the id can be used again at once. Leaves another instance's
     /// registration alone; returns whether one was removed.
     pub async fn unregister_worker(&self, worker_id: &str, instance: Uuid) -> Result<bool> {
-        let n = match &self.db {
-            Db::Pg(pool) => {
-                sqlx::query("DELETE FROM nomos_workers WHERE worker_id = $1 AND instance = $2")
-                    .bind(worker_id)
-                    .bind(instance)
-                    .execute(pool)
-                    .await?
-                    .rows_affected()
-            }
-            Db::Lite(pool) => {
-                sqlx::query("DELETE FROM nomos_workers WHERE worker_id = ?1 AND instance = ?2")
-                    .bind(worker_id)
-                    .bind(instance.to_string())
-                    .execute(pool)
-                    .await?
-                    .rows_affected()
-            }
-        };
+        let n = query("DELETE FROM nomos_workers WHERE worker_id = $1 AND instance = $2")
+            .bind(worker_id)
+            .bind(instance)
+            .execute(self)
+            .await?;
         Ok(n == 1)
     }
 }

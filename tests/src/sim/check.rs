@@ -97,7 +97,12 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
         // P4: the first terminal status stays, in the store and in what the
         // agent was told.
         if let Some(first) = &execution.first_terminal {
-            match sim.store.execution(id).await {
+            match sim
+                .store
+                .executions(&[id])
+                .await
+                .map(|found| found.into_iter().next())
+            {
                 Ok(Some(row)) if row.status != *first => v.push(format!(
                     "P4: execution {id} first reported {first:?}, now reads {:?}",
                     row.status

@@ -290,7 +290,7 @@ pub async fn concurrent_claims_never_overlap(store: Store) {
             policy_revision: "rev",
         };
         let out = store
-            .drop_links(session, &[*id], "test", Some(notice), at(5))
+            .drop_links_seen(session, &[*id], "test", Some(notice), at(5), None)
             .await
             .unwrap();
         assert!(out.notice.is_some());

@@ -3,7 +3,7 @@
 use nomos_continue::store::Store;
 use uuid::Uuid;
 
-use super::{at, ids};
+use super::{at, ids, read_execution};
 
 /// `executions` returns the reported executions among the ids, in the
 /// caller's order, once each; unknown ids and an empty list yield nothing.
@@ -26,11 +26,7 @@ pub async fn executions_batch_read_keeps_order(store: Store) {
     for execution in &got {
         assert_eq!(
             Some(execution),
-            store
-                .execution(execution.id)
-                .await
-                .expect("single read")
-                .as_ref()
+            read_execution(&store, execution.id).await.as_ref()
         );
     }
     assert!(store.executions(&[]).await.expect("empty").is_empty());

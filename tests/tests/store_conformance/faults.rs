@@ -12,7 +12,7 @@ use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
 use uuid::Uuid;
 
-use super::{at, ids, t0};
+use super::{at, ids, read_execution, t0};
 
 /// Runs `sql` (one or more statements) on the store's own database.
 async fn exec(store: &Store, sql: &str) {
@@ -130,7 +130,7 @@ pub async fn a_report_after_a_terminal_one_is_not_applied(store: Store) {
         assert!(!late.applied);
         assert_eq!(late.execution, first.execution, "terminal is final");
     }
-    let now = store.execution(exec).await.expect("read").expect("row");
+    let now = read_execution(&store, exec).await.expect("row");
     assert_eq!(now, first.execution);
     assert_eq!(now.finished_at, Some(at(5)));
     let late: Vec<(String, String, DateTime<Utc>)> = store
@@ -183,7 +183,7 @@ pub async fn concurrent_terminal_reports_apply_once(store: Store) {
         }
     }
     assert_eq!(applied.len(), 1, "exactly one report applied: {applied:?}");
-    let stored = store.execution(exec).await.expect("read").expect("row");
+    let stored = read_execution(&store, exec).await.expect("row");
     assert_eq!(stored.result, applied[0]);
     assert_eq!(
         store.late_reports(exec).await.expect("late").len(),
@@ -245,7 +245,7 @@ pub async fn null_columns_of_a_runtime_relation_stall_nobody(store: Store) {
             .collect::<Vec<_>>(),
         vec![(no_result, "", at(2)), (no_updated_at, "done", at(3))]
     );
-    assert_eq!(store.execution(no_status).await.expect("read"), None);
+    assert_eq!(read_execution(&store, no_status).await, None);
 
     let (worker, agent) = worker(&store, 100);
     worker.run_once().await.expect("a pass despite the NULLs");

@@ -63,7 +63,7 @@ pub async fn pending_links_page_with_cursor(store: Store) {
     // e0: planned (excluded); e5: dropped (excluded); e6: never reported (excluded).
     planned(&store, session, &e[..1], at(11)).await;
     let dropped = store
-        .drop_links(session, &e[5..6], "test", None, at(11))
+        .drop_links_seen(session, &e[5..6], "test", None, at(11), None)
         .await
         .unwrap();
     assert_eq!(dropped.dropped, vec![e[5]]);
@@ -130,24 +130,26 @@ pub async fn drop_links_records_notice_once(store: Store) {
         policy_revision: "rev",
     };
     let out = store
-        .drop_links(
+        .drop_links_seen(
             session,
             &e[..1],
             "assent window closed",
             Some(notice),
             at(5),
+            None,
         )
         .await
         .unwrap();
     assert_eq!(out.dropped, vec![e[0]]);
     let notice_id = out.notice.expect("notice written");
     let again = store
-        .drop_links(
+        .drop_links_seen(
             session,
             &e[..1],
             "assent window closed",
             Some(notice),
             at(6),
+            None,
         )
         .await
         .unwrap();
@@ -159,12 +161,12 @@ pub async fn drop_links_records_notice_once(store: Store) {
     // A planned link is not dropped; another session's links are not touched.
     planned(&store, session, &e[1..2], at(7)).await;
     let other = store
-        .drop_links(Uuid::new_v4(), &e[2..], "x", None, at(8))
+        .drop_links_seen(Uuid::new_v4(), &e[2..], "x", None, at(8), None)
         .await
         .unwrap();
     assert!(other.dropped.is_empty());
     let planned_drop = store
-        .drop_links(session, &e[1..2], "x", None, at(8))
+        .drop_links_seen(session, &e[1..2], "x", None, at(8), None)
         .await
         .unwrap();
     assert!(planned_drop.dropped.is_empty());

@@ -8,7 +8,7 @@ use nomos_continue::store::{
 };
 use uuid::Uuid;
 
-use super::{at, planned, ready_session, t0};
+use super::{at, planned, read_execution, ready_session, t0};
 
 const NOMOS_TABLES: [&str; 10] = [
     "executions",
@@ -121,11 +121,7 @@ pub async fn malformed_input_is_typed(store: Store) {
             ..
         })
     ));
-    assert_eq!(
-        store.execution(exec).await.unwrap(),
-        None,
-        "nothing written"
-    );
+    assert_eq!(read_execution(&store, exec).await, None, "nothing written");
 
     let plan = nomos_continue::store::ContinuationPlan {
         session_id: Uuid::new_v4(),
@@ -136,7 +132,7 @@ pub async fn malformed_input_is_typed(store: Store) {
         hard_cap: 20,
     };
     assert!(matches!(
-        store.plan_continuation(&plan, t0()).await,
+        store.plan_continuations(&[plan], t0()).await,
         Err(StoreError::InvalidValue {
             field: "execution_ids",
             ..
@@ -363,7 +359,7 @@ pub async fn policy_revisions_and_activation(store: Store) {
 
 pub async fn status_for_unknown_execution_creates_it(store: Store) {
     let exec = Uuid::new_v4();
-    assert_eq!(store.execution(exec).await.unwrap(), None);
+    assert_eq!(read_execution(&store, exec).await, None);
     let e = store
         .upsert_execution_status(exec, " running ", "", t0(), false)
         .await
@@ -385,7 +381,7 @@ pub async fn status_for_unknown_execution_creates_it(store: Store) {
         "first terminal report wins"
     );
     assert_eq!(repeat.execution.finished_at, Some(at(5)));
-    assert_eq!(store.execution(exec).await.unwrap(), Some(first.execution));
+    assert_eq!(read_execution(&store, exec).await, Some(first.execution));
 }
 
 pub async fn status_upsert_wakes_listeners(store: Store) {

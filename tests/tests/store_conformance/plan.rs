@@ -1,4 +1,4 @@
-//! plan_continuation: the happy path and every refusal, each leaving no
+//! plan_continuations: the happy path and every refusal, each leaving no
 //! partial state behind.
 
 use chrono::{DateTime, Duration, Utc};
@@ -25,7 +25,11 @@ async fn plan_with(
         idempotency_key: key,
         hard_cap: cap,
     };
-    store.plan_continuation(&plan, now).await.expect("plan")
+    store
+        .plan_continuations(&[plan], now)
+        .await
+        .expect("plan")
+        .remove(0)
 }
 
 /// Claims everything due and completes it as worker "w".

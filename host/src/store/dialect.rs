@@ -1,0 +1,339 @@
+//! The dialect layer: one statement, run on either backend.
+//!
+//! Every store function is written once against this module. What differs
+//! between PostgreSQL and SQLite lives here and nowhere else:
+//!
+//! - **Arguments** ([`Arg`]): a UUID, a time or an id list is bound as the
+//!   backend stores it (PostgreSQL `UUID`, `TIMESTAMPTZ`, `UUID[]`; SQLite
+//!   lowercase `TEXT`, `INTEGER` microseconds, a JSON array). With
+//!   [`trunc`] and the decoders in `decode.rs`, this is the only code that
+//!   converts a time.
+//! - **Statement text** ([`Query`]): placeholders are `$1`, `$2`, … on both
+//!   backends (sqlx binds SQLite's `$NNN` parameters by number, like `?NNN`),
+//!   so most statements have one text. Where the SQL really differs, the
+//!   caller picks with [`Backend::pick`] (two texts side by side) or builds
+//!   the fragment with [`Backend::in_ids`], [`Backend::lock`] or
+//!   [`Backend::greatest`].
+//! - **Where it runs** ([`On`]): the pool, or a transaction ([`Tx`]) begun
+//!   the backend's way (SQLite with `BEGIN IMMEDIATE`, see [`SQLITE_BEGIN`]).
+//! - **Rows** ([`Row`]): either backend's row, read through
+//!   [`RowExt`](super::decode::RowExt).
+
+use std::borrow::Cow;
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool, Transaction};
+use uuid::Uuid;
+
+use super::{Backend, Db, Result, Store, StoreError, WAKE_CHANNEL};
+
+/// SQLite transactions that will write start with `BEGIN IMMEDIATE`: taking
+/// the write lock up front means a read-then-write never fails half way with
+/// `SQLITE_BUSY` (the busy timeout covers the wait instead). PostgreSQL
+/// transactions lock row by row (`FOR UPDATE`, `FOR SHARE`) in the SQL.
+pub(crate) const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
+
+/// Truncates a time to microseconds, the precision both backends store, so
+/// that what a caller writes and what it reads back compare equal.
+pub(crate) fn trunc(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
+}
+
+/// A time as SQLite stores it: microseconds since the Unix epoch, UTC (they
+/// compare as numbers, which RFC 3339 text with varying fractions would not).
+fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// The inverse of [`micros`], for the decoders.
+pub(crate) fn from_micros(column: &'static str, m: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(m).ok_or_else(|| StoreError::Corrupt {
+        column,
+        value: m.to_string(),
+    })
+}
+
+/// The ids as a JSON array, the SQLite representation of a UUID list.
+fn json_ids(ids: &[Uuid]) -> String {
+    let parts: Vec<String> = ids.iter().map(|id| format!("\"{id}\"")).collect();
+    format!("[{}]", parts.join(","))
+}
+
+impl Backend {
+    /// `pg` on PostgreSQL, `lite` on SQLite: for the few statements whose
+    /// SQL differs, written side by side at the call.
+    pub(crate) fn pick<'s>(self, pg: &'s str, lite: &'s str) -> &'s str {
+        match self {
+            Self::Postgres => pg,
+            Self::Sqlite => lite,
+        }
+    }
+
+    /// "is one of the ids in parameter `param`" (an [`Arg::Ids`]): `= ANY`
+    /// of the array on PostgreSQL, membership in the JSON array on SQLite.
+    pub(crate) fn in_ids(self, param: &str) -> String {
+        match self {
+            Self::Postgres => format!("= ANY({param})"),
+            Self::Sqlite => format!("IN (SELECT value FROM json_each({param}))"),
+        }
+    }
+
+    /// A row-lock clause (`FOR UPDATE SKIP LOCKED`, `FOR SHARE`, …) on
+    /// PostgreSQL; nothing on SQLite, whose transactions hold the write lock
+    /// from their `BEGIN IMMEDIATE` on.
+    pub(crate) fn lock(self, clause: &'static str) -> &'static str {
+        self.pick(clause, "")
+    }
+
+    /// The larger of two values: `GREATEST` on PostgreSQL, the two-argument
+    /// scalar `MAX` on SQLite.
+    pub(crate) fn greatest(self) -> &'static str {
+        self.pick("GREATEST", "MAX")
+    }
+}
+
+/// A bind argument, encoded as its backend stores it.
+#[derive(Clone, Debug)]
+pub(crate) enum Arg<'a> {
+    Uuid(Uuid),
+    Time(DateTime<Utc>),
+    OptTime(Option<DateTime<Utc>>),
+    /// A UUID list: `UUID[]` on PostgreSQL, a JSON array on SQLite.
+    Ids(&'a [Uuid]),
+    Text(&'a str),
+    Int(i32),
+    BigInt(i64),
+    Bool(bool),
+    Bytes(&'a [u8]),
+}
+
+macro_rules! arg_from {
+    ($($t:ty => $v:ident),+ $(,)?) => {
+        $(impl<'a> From<$t> for Arg<'a> {
+            fn from(value: $t) -> Self {
+                Self::$v(value)
+            }
+        })+
+    };
+}
+arg_from!(
+    Uuid => Uuid,
+    DateTime<Utc> => Time,
+    Option<DateTime<Utc>> => OptTime,
+    &'a [Uuid] => Ids,
+    &'a str => Text,
+    i32 => Int,
+    i64 => BigInt,
+    bool => Bool,
+    &'a [u8] => Bytes,
+);
+
+impl<'a> From<&'a Vec<Uuid>> for Arg<'a> {
+    fn from(value: &'a Vec<Uuid>) -> Self {
+        Self::Ids(value)
+    }
+}
+
+/// One statement and its arguments, for either backend.
+#[derive(Clone, Debug)]
+pub(crate) struct Query<'a> {
+    text: Cow<'a, str>,
+    args: Vec<Arg<'a>>,
+}
+
+/// A statement with `$n` placeholders (see the module docs).
+pub(crate) fn query<'a>(text: impl Into<Cow<'a, str>>) -> Query<'a> {
+    Query {
+        text: text.into(),
+        args: Vec::new(),
+    }
+}
+
+/// Where a statement runs: a pool, or the connection of a transaction.
+pub(crate) enum On<'c> {
+    PgPool(&'c PgPool),
+    LitePool(&'c SqlitePool),
+    Pg(&'c mut PgConnection),
+    Lite(&'c mut SqliteConnection),
+}
+
+impl<'c> From<&'c Store> for On<'c> {
+    fn from(store: &'c Store) -> Self {
+        match &store.db {
+            Db::Pg(pool) => Self::PgPool(pool),
+            Db::Lite(pool) => Self::LitePool(pool),
+        }
+    }
+}
+
+impl<'c, 't> From<&'c mut Tx<'t>> for On<'c> {
+    fn from(tx: &'c mut Tx<'t>) -> Self {
+        match tx {
+            Tx::Pg(tx) => Self::Pg(tx),
+            Tx::Lite(tx) => Self::Lite(tx),
+        }
+    }
+}
+
+/// A row of either backend; decode it with
+/// [`RowExt`](super::decode::RowExt).
+pub(crate) enum Row {
+    Pg(PgRow),
+    Lite(SqliteRow),
+}
+
+impl<'a> Query<'a> {
+    /// Adds the next argument (`$1` first).
+    pub(crate) fn bind(mut self, arg: impl Into<Arg<'a>>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    fn pg(&self) -> sqlx::query::Query<'_, Postgres, PgArguments> {
+        let mut q = sqlx::query(&self.text);
+        for arg in &self.args {
+            q = match *arg {
+                Arg::Uuid(v) => q.bind(v),
+                Arg::Time(v) => q.bind(v),
+                Arg::OptTime(v) => q.bind(v),
+                Arg::Ids(v) => q.bind(v),
+                Arg::Text(v) => q.bind(v),
+                Arg::Int(v) => q.bind(v),
+                Arg::BigInt(v) => q.bind(v),
+                Arg::Bool(v) => q.bind(v),
+                Arg::Bytes(v) => q.bind(v),
+            };
+        }
+        q
+    }
+
+    fn lite(&self) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
+        let mut q = sqlx::query(&self.text);
+        for arg in &self.args {
+            q = match *arg {
+                Arg::Uuid(v) => q.bind(v.to_string()),
+                Arg::Time(v) => q.bind(micros(v)),
+                Arg::OptTime(v) => q.bind(v.map(micros)),
+                Arg::Ids(v) => q.bind(json_ids(v)),
+                Arg::Text(v) => q.bind(v),
+                Arg::Int(v) => q.bind(v),
+                Arg::BigInt(v) => q.bind(v),
+                Arg::Bool(v) => q.bind(v),
+                Arg::Bytes(v) => q.bind(v),
+            };
+        }
+        q
+    }
+
+    /// Runs the statement; returns the number of rows it changed.
+    pub(crate) async fn execute<'c>(&self, on: impl Into<On<'c>>) -> Result<u64> {
+        Ok(match on.into() {
+            On::PgPool(pool) => self.pg().execute(pool).await?.rows_affected(),
+            On::LitePool(pool) => self.lite().execute(pool).await?.rows_affected(),
+            On::Pg(conn) => self.pg().execute(conn).await?.rows_affected(),
+            On::Lite(conn) => self.lite().execute(conn).await?.rows_affected(),
+        })
+    }
+
+    /// Every row the statement returns.
+    pub(crate) async fn fetch_all<'c>(&self, on: impl Into<On<'c>>) -> Result<Vec<Row>> {
+        Ok(match on.into() {
+            On::PgPool(pool) => wrap(self.pg().fetch_all(pool).await?, Row::Pg),
+            On::LitePool(pool) => wrap(self.lite().fetch_all(pool).await?, Row::Lite),
+            On::Pg(conn) => wrap(self.pg().fetch_all(conn).await?, Row::Pg),
+            On::Lite(conn) => wrap(self.lite().fetch_all(conn).await?, Row::Lite),
+        })
+    }
+
+    /// The first row, if any.
+    pub(crate) async fn fetch_optional<'c>(&self, on: impl Into<On<'c>>) -> Result<Option<Row>> {
+        Ok(match on.into() {
+            On::PgPool(pool) => self.pg().fetch_optional(pool).await?.map(Row::Pg),
+            On::LitePool(pool) => self.lite().fetch_optional(pool).await?.map(Row::Lite),
+            On::Pg(conn) => self.pg().fetch_optional(conn).await?.map(Row::Pg),
+            On::Lite(conn) => self.lite().fetch_optional(conn).await?.map(Row::Lite),
+        })
+    }
+
+    /// The first row; [`sqlx::Error::RowNotFound`] if there is none.
+    pub(crate) async fn fetch_one<'c>(&self, on: impl Into<On<'c>>) -> Result<Row> {
+        self.fetch_optional(on)
+            .await?
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
+    }
+}
+
+fn wrap<R>(rows: Vec<R>, row: fn(R) -> Row) -> Vec<Row> {
+    rows.into_iter().map(row).collect()
+}
+
+/// A transaction (or a savepoint inside one) on either backend.
+///
+/// Dropping it without [`Tx::commit`] rolls back, so every early return of
+/// a refusal leaves nothing half written.
+pub(crate) enum Tx<'c> {
+    Pg(Transaction<'c, Postgres>),
+    Lite(Transaction<'c, Sqlite>),
+}
+
+impl Store {
+    /// Begins a transaction: on SQLite with the write lock taken up front
+    /// ([`SQLITE_BEGIN`]).
+    pub(crate) async fn begin(&self) -> Result<Tx<'static>> {
+        Ok(match &self.db {
+            Db::Pg(pool) => Tx::Pg(pool.begin().await?),
+            Db::Lite(pool) => Tx::Lite(pool.begin_with(SQLITE_BEGIN).await?),
+        })
+    }
+}
+
+impl Tx<'_> {
+    /// Which backend the transaction runs on, for [`Backend::pick`].
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Self::Pg(_) => Backend::Postgres,
+            Self::Lite(_) => Backend::Sqlite,
+        }
+    }
+
+    /// A savepoint inside this transaction: committing it keeps its
+    /// changes in the transaction, dropping or rolling it back undoes them.
+    pub(crate) async fn savepoint(&mut self) -> Result<Tx<'_>> {
+        Ok(match self {
+            Self::Pg(tx) => Tx::Pg(sqlx::Acquire::begin(&mut **tx).await?),
+            Self::Lite(tx) => Tx::Lite(sqlx::Acquire::begin(&mut **tx).await?),
+        })
+    }
+
+    pub(crate) async fn commit(self) -> Result<()> {
+        match self {
+            Self::Pg(tx) => tx.commit().await?,
+            Self::Lite(tx) => tx.commit().await?,
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn rollback(self) -> Result<()> {
+        match self {
+            Self::Pg(tx) => tx.rollback().await?,
+            Self::Lite(tx) => tx.rollback().await?,
+        }
+        Ok(())
+    }
+
+    /// Wakes the workers listening on [`WAKE_CHANNEL`] when this transaction
+    /// commits (PostgreSQL `pg_notify`, delivered on commit, so a woken
+    /// worker always sees the rows). A no-op on SQLite, where the caller
+    /// signals its in-process worker itself.
+    pub(crate) async fn notify_wake(&mut self) -> Result<()> {
+        if matches!(self, Self::Pg(_)) {
+            query("SELECT pg_notify($1, '')")
+                .bind(WAKE_CHANNEL)
+                .execute(self)
+                .await?;
+        }
+        Ok(())
+    }
+}
