@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 
 /// A source of "now".
 pub trait Clock: Send + Sync {
+    /// The current time, in UTC.
     fn now(&self) -> DateTime<Utc>;
 }
 
@@ -27,6 +28,7 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
+    /// A clock that reads `start` until it is advanced or set.
     pub fn new(start: DateTime<Utc>) -> Self {
         Self {
             now: Mutex::new(start),

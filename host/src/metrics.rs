@@ -32,12 +32,16 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Counts `count` policy decisions with this outcome (`wait`, `continue`,
+    /// `drop`, `deferred`, `policy_error`).
     pub fn decision(&self, outcome: &'static str, count: u64) {
         if let Ok(mut map) = self.decisions.lock() {
             *map.entry(outcome).or_default() += count;
         }
     }
 
+    /// Counts one delivery outcome (`delivered`, `lease_lost`,
+    /// `dropped_window_closed`, ...).
     pub fn delivery(&self, result: &'static str) {
         if let Ok(mut map) = self.deliveries.lock() {
             *map.entry(result).or_default() += 1;
@@ -60,10 +64,12 @@ impl Metrics {
         );
     }
 
+    /// The number of links the last plan pass examined (a gauge).
     pub fn set_pending_links(&self, count: u64) {
         self.pending_links.store(count, Ordering::Relaxed);
     }
 
+    /// Counts leases the rescuer released after their holders stopped renewing them.
     pub fn leases_rescued(&self, count: u64) {
         self.leases_rescued.fetch_add(count, Ordering::Relaxed);
     }

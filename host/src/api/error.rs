@@ -17,16 +17,20 @@ pub enum ApiError {
     #[error("{0}")]
     BadRequest(String),
     #[error("missing or wrong bearer token")]
+    /// `serve --token` is set and the request lacks that bearer token (401).
     Unauthorized,
     #[error("{0}")]
+    /// No such route or record (404).
     NotFound(String),
     #[error("method not allowed")]
+    /// The route exists but not for this method (405).
     MethodNotAllowed,
     /// The request is well formed but conflicts with the current state
     /// (for example a retry of a delivery that has not ended).
     #[error("{0}")]
     Conflict(String),
     #[error("request body too large: {0}")]
+    /// A body over the limit (413): refused before it is parsed.
     TooLarge(String),
     /// A policy upload that failed its checks; each reason is listed.
     #[error("policy rejected")]

@@ -44,9 +44,14 @@ pub const MAX_BODY_BYTES: usize = 16 << 20;
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
+    /// The database every route reads and writes.
     pub store: Store,
+    /// The active policy: classifies reported statuses, and is replaced on upload.
     pub policy: Arc<PolicyRuntime>,
+    /// The "now" stamped on what the API records (injected, so tests and
+    /// replicas synced to the database's clock agree with the worker).
     pub clock: Arc<dyn Clock>,
+    /// The counters `/metrics` serves.
     pub metrics: Arc<Metrics>,
     /// Notified after a status is recorded, so the worker skips its poll.
     pub wake: Arc<Notify>,

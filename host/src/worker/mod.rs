@@ -54,8 +54,10 @@ pub use wake::spawn_pg_listener;
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     #[error(transparent)]
+    /// The database failed or refused the pass; retried on the next pass.
     Store(#[from] StoreError),
     #[error("policy task failed: {0}")]
+    /// The blocking task that ran the policy panicked or was cancelled.
     PolicyTask(String),
 }
 
@@ -86,6 +88,7 @@ pub struct WorkerConfig {
     pub max_lost_claims: i32,
     /// The first retry's delay; doubled per attempt up to `backoff_max`.
     pub backoff_base: Duration,
+    /// The longest delay between two retries.
     pub backoff_max: Duration,
     /// The host's cap on continuations per window, enforced whatever the
     /// policy answers (the default policy's own cap is lower).
@@ -141,7 +144,9 @@ pub fn default_worker_id() -> String {
 /// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct TickReport {
+    /// What the plan step did.
     pub plan: PlanReport,
+    /// What the deliver step did.
     pub deliver: DeliverReport,
 }
 
@@ -164,6 +169,8 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// A worker over these parts. It does nothing until [`Worker::run`] (or
+    /// [`Worker::run_once`] in tests) is called.
     pub fn new(
         store: Store,
         policy: Arc<PolicyRuntime>,
@@ -191,6 +198,7 @@ impl Worker {
         self.wake.clone()
     }
 
+    /// The settings it runs with.
     pub fn config(&self) -> &WorkerConfig {
         &self.config
     }

@@ -21,6 +21,7 @@ pub struct Rescuer {
 }
 
 impl Rescuer {
+    /// A rescuer that looks for expired leases every `interval`.
     pub fn new(
         store: Store,
         clock: Arc<dyn Clock>,
