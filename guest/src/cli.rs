@@ -36,11 +36,17 @@ impl std::error::Error for CliError {}
 /// A command a policy author can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
+    /// `extract-ids`: the execution ids a tool result (stdin) names.
     ExtractIds,
+    /// `classify`: whether the status on stdin is terminal.
     Classify,
+    /// `decide`: one decision for the decision input on stdin.
     Decide,
+    /// `decide-batch`: one decision per input of a JSON array.
     DecideBatch,
+    /// `soul`: the text appended to the agent's system prompt.
     Soul,
+    /// `describe`: the policy's name, version and contract.
     Describe,
 }
 

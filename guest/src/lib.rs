@@ -15,6 +15,8 @@
 //! same logic is unit-tested natively, benchmarked natively against the
 //! sandboxed call, and shipped as one `.wasm`.
 
+#![deny(missing_docs)]
+
 pub mod classify;
 pub mod cli;
 pub mod decide;

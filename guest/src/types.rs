@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Seconds and nanoseconds since the Unix epoch, UTC. Ordered by time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z.
     pub seconds: i64,
+    /// The fraction of the second, `0..1_000_000_000`.
     pub nanoseconds: u32,
 }
 
@@ -59,8 +61,11 @@ impl<'de> Deserialize<'de> for Timestamp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// It finished and did what it was asked.
     Completed,
+    /// It finished with an error.
     Failed,
+    /// It was stopped before it finished.
     Cancelled,
 }
 
@@ -79,7 +84,9 @@ impl Outcome {
 /// `{"terminal":true,"outcome":"failed"}` or `{"terminal":false}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusClass {
+    /// Still running (or a status the policy does not know): wait.
     NonTerminal,
+    /// Finished, with this outcome.
     Terminal(Outcome),
 }
 
@@ -127,8 +134,11 @@ impl<'de> Deserialize<'de> for StatusClass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalRoute {
+    /// The approve button of the chat client.
     Button,
+    /// A chat message the runtime read as approval.
     Chat,
+    /// A call of the HTTP API.
     Api,
 }
 
@@ -136,8 +146,11 @@ pub enum ApprovalRoute {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
+    /// When the operator approved.
     pub opened_at: Timestamp,
+    /// When automatic continuation stops (at most 30 minutes later).
     pub expires_at: Timestamp,
+    /// How the operator approved.
     pub route: ApprovalRoute,
 }
 
@@ -152,10 +165,14 @@ impl Window {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Execution {
+    /// The execution id (a lowercase UUID).
     pub id: String,
+    /// The status string as the runtime reported it.
     pub status: String,
+    /// Its output so far (`null` reads as empty).
     #[serde(default, deserialize_with = "null_as_empty")]
     pub result: String,
+    /// When it reported a terminal status, if it has.
     #[serde(default)]
     pub finished_at: Option<Timestamp>,
 }
@@ -174,11 +191,14 @@ pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Session {
+    /// The session id.
     pub id: String,
+    /// Its assent window, open or not; absent if never approved.
     #[serde(default)]
     pub window: Option<Window>,
     /// Required: a missing count must not read as zero and defeat the loop guard.
     pub continuations_in_window: u32,
+    /// The other executions linked to the session that have not finished.
     #[serde(default)]
     pub still_running: Vec<String>,
 }
@@ -187,9 +207,13 @@ pub struct Session {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionInput {
+    /// The time the host decides at (the policy reads no clock).
     pub now: Timestamp,
+    /// The execution to decide about.
     pub execution: Execution,
+    /// Its session.
     pub session: Session,
+    /// How many deliveries of it were tried and failed before.
     #[serde(default)]
     pub attempts: u32,
 }
@@ -199,17 +223,29 @@ pub struct DecisionInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Decision {
+    /// Do nothing now; decide again when something changes.
     Wait,
-    Continue { note: String },
-    Drop { reason: String },
+    /// Re-invoke the agent with this note.
+    Continue {
+        /// What the agent is told (the note).
+        note: String,
+    },
+    /// Do not continue it; the operator is told why.
+    Drop {
+        /// Why, in words for the operator.
+        reason: String,
+    },
 }
 
 /// Who a policy is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyInfo {
+    /// The policy's name.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// The contract it implements, `nomos:continuation@<semver>`.
     pub contract: String,
 }
 
