@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use nomos_continue::policy::types as t;
 use nomos_continue::policy::{Limits, PolicyRuntime, BUILTIN_POLICY_WASM};
-use nomos_policy_default::types as t;
 
 /// A failed execution in an open window: the default policy continues it
 /// with a note, its most expensive common path.

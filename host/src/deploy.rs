@@ -29,10 +29,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nomos_policy_default::types::PolicyInfo;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::policy::types::PolicyInfo;
 use crate::policy::{PolicyError, PolicyRuntime, Revision};
 use crate::store::{Store, StoreError};
 

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::error::{parse_id, parse_json, storable, ApiError};
 use super::AppState;
 use crate::deploy::{DeployError, PolicyDeployment};
+use crate::policy::types::{null_as_empty, StatusClass};
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
 
 /// Runs a blocking policy call off the async threads.
@@ -130,10 +131,7 @@ pub(super) struct ExecutionState {
     status: String,
     /// `null` (an execution with no output yet) is the empty result, as in
     /// the policy's decision input.
-    #[serde(
-        default,
-        deserialize_with = "nomos_policy_default::types::null_as_empty"
-    )]
+    #[serde(default, deserialize_with = "null_as_empty")]
     result: String,
 }
 
@@ -153,10 +151,7 @@ pub(super) async fn record_execution(
     let policy = state.policy.clone();
     let probe = status.clone();
     let class = blocking(move || policy.classify(&probe)).await?.value;
-    let finished = matches!(
-        class,
-        Ok(nomos_policy_default::types::StatusClass::Terminal(_))
-    );
+    let finished = matches!(class, Ok(StatusClass::Terminal(_)));
     let ReportOutcome { execution, applied } = state
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)

@@ -1,10 +1,37 @@
-//! Conversions between the contract's plain Rust types (shared with the
-//! default guest, and the JSON form policy authors write) and the
-//! generated bindings.
-
-use nomos_policy_default::types as t;
+//! The one conversion of the contract's data: between the host's types
+//! ([`super::types`]) and the generated bindings, and from the store's rows
+//! into the host's types.
+//!
+//! Why all in one file: three families describe one contract (the store's
+//! rows, the host's types, the bindings). Each mapping is written once,
+//! here, so a change to `wit/` or to the store has one place to land; the
+//! worker builds decision inputs with `.into()`, never field by field.
 
 use super::bindings::wit as w;
+use super::types as t;
+use crate::store;
+
+impl From<store::Route> for t::ApprovalRoute {
+    fn from(route: store::Route) -> Self {
+        match route {
+            store::Route::Button => t::ApprovalRoute::Button,
+            store::Route::Chat => t::ApprovalRoute::Chat,
+            store::Route::Api => t::ApprovalRoute::Api,
+        }
+    }
+}
+
+/// A window row as the policy sees it. Whether the row is still open (a
+/// denial closes it) is the caller's question, not this mapping's.
+impl From<&store::Window> for t::Window {
+    fn from(row: &store::Window) -> Self {
+        t::Window {
+            opened_at: row.opened_at.into(),
+            expires_at: row.expires_at.into(),
+            route: row.route.into(),
+        }
+    }
+}
 
 pub(crate) fn timestamp(ts: t::Timestamp) -> w::Timestamp {
     w::Timestamp {

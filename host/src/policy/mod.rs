@@ -1,6 +1,16 @@
 //! The continuation policy, run as a sandboxed WebAssembly component.
 //!
+//! The host meets a policy only through `wit/`: it links no policy crate,
+//! not even the default one it embeds (that is built to wasm by the build
+//! script and included as bytes).
+//!
+//! - `types`: the host's types of the contract's data, with the JSON form
+//!   golden files and `wasmtime run policy.wasm` use.
 //! - `bindings`: the one `bindgen!` for the `continuation-policy` world.
+//! - `convert`: the one conversion: store rows and host types into the
+//!   bindings' types, and answers back.
+//! - `codec`: the command-line form of each export (stdin, stdout, the
+//!   one-line error), which golden files pin.
 //! - `sandbox`: the engine (pooling allocator, epoch deadlines, memory cap)
 //!   and the capability-free WASI context.
 //! - `compiled`: one revision, compiled and type-checked once.
@@ -14,12 +24,14 @@
 //!   database.
 
 mod bindings;
+pub mod codec;
 mod compiled;
 mod convert;
 mod eval;
 pub mod golden;
 mod runtime;
 mod sandbox;
+pub mod types;
 mod vet;
 pub mod watch;
 

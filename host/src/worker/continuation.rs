@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use nomos_policy_default::types as t;
 use time::OffsetDateTime;
 
 use super::{Worker, WorkerError};
 use crate::agent::{Continuation, ExecutionReport};
+use crate::policy::types as t;
 use crate::store::{Delivery, ReadyLink};
 
 impl Worker {

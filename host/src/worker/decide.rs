@@ -7,9 +7,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use nomos_policy_default::types as t;
-
 use super::{Worker, WorkerError};
+use crate::policy::types as t;
 use crate::policy::{PolicyFailure, PolicyRuntime};
 
 /// Decisions per sandbox call at most, whatever their size.

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 
 use futures_util::stream::{self, StreamExt};
-use nomos_policy_default::types as t;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::decide::{Class, Verdict};
 use super::{Worker, WorkerError};
+use crate::policy::types as t;
 use crate::store::{
     ContinuationPlan, Notice, NoticeAbout, PlanOutcome, ReadyLink, SessionSnapshot, StoreError,
 };
@@ -240,19 +240,12 @@ impl Worker {
             },
             session: t::Session {
                 id: snapshot.session_id.to_string(),
+                // A denied window is no window to the policy.
                 window: snapshot
                     .window
                     .as_ref()
                     .filter(|w| w.closed_at.is_none())
-                    .map(|w| t::Window {
-                        opened_at: w.opened_at.into(),
-                        expires_at: w.expires_at.into(),
-                        route: match w.route {
-                            crate::store::Route::Button => t::ApprovalRoute::Button,
-                            crate::store::Route::Chat => t::ApprovalRoute::Chat,
-                            crate::store::Route::Api => t::ApprovalRoute::Api,
-                        },
-                    }),
+                    .map(t::Window::from),
                 continuations_in_window: u32::try_from(snapshot.continuations_in_window)
                     .unwrap_or(0),
                 still_running: snapshot
