@@ -18,6 +18,8 @@
 //!   the host's limits.
 //! - `vet`: the checks a candidate passes before activation.
 //! - `runtime`: the active revision, atomic swaps, fall-back on failures.
+//! - `handle`: the runtime for async callers, each call on the blocking
+//!   pool.
 //! - `golden`: golden-case files, shared by tests and `policy test`.
 //! - `watch`: reading a policy file. Watching it, and the database's active
 //!   revision, is `crate::deploy`'s job: the sandbox does not know the
@@ -29,6 +31,7 @@ mod compiled;
 mod convert;
 mod eval;
 pub mod golden;
+mod handle;
 mod runtime;
 mod sandbox;
 pub mod types;
@@ -37,6 +40,7 @@ pub mod watch;
 
 pub use compiled::{Revision, POLICY_EXPORT};
 pub use eval::PolicyFailure;
+pub use handle::{PolicyHandle, PolicyTaskFailed};
 pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
 pub use sandbox::Limits;
 pub use vet::Vetting;

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::metrics::Metrics;
-use crate::policy::PolicyRuntime;
+use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
 use crate::store::{Claim, Store, StoreError};
 
 pub use deliver::DeliverReport;
@@ -56,7 +56,7 @@ pub enum WorkerError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("policy task failed: {0}")]
-    PolicyTask(String),
+    PolicyTask(#[from] PolicyTaskFailed),
 }
 
 /// The worker's settings.
@@ -149,7 +149,7 @@ pub struct TickReport {
 #[derive(Clone)]
 pub struct Worker {
     pub(crate) store: Store,
-    pub(crate) policy: Arc<PolicyRuntime>,
+    pub(crate) policy: PolicyHandle,
     pub(crate) agent: Arc<dyn Agent>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: WorkerConfig,
@@ -174,7 +174,7 @@ impl Worker {
     ) -> Self {
         Self {
             store,
-            policy,
+            policy: PolicyHandle::from(&policy),
             agent,
             clock,
             config,

@@ -214,7 +214,7 @@ impl Worker {
             "nomos-continue cannot tell whether execution {} has finished: the policy failed on its status {:?} ({error}); it is not continued until a status the policy can classify is reported",
             link.execution_id, link.status
         );
-        let revision = self.policy.active_revision().0;
+        let revision = self.policy.runtime().active_revision().0;
         let about = NoticeAbout {
             session_id: link.session_id,
             execution_ids: &ids,
