@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use nomos_continue::policy::types as t;
 use nomos_continue::policy::{Limits, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
-use nomos_policy_default::types as t;
 
 fn input(status: &str) -> t::DecisionInput {
     let at = |seconds| t::Timestamp {

@@ -29,11 +29,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nomos_policy_default::types::PolicyInfo;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::policy::{PolicyError, PolicyRuntime, Revision};
+use crate::policy::types::PolicyInfo;
+use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision};
 use crate::store::{Store, StoreError};
 
 /// Why an upload did not become the active revision everywhere.
@@ -71,7 +71,7 @@ pub enum WatchOutcome {
 /// The one way a policy revision is deployed. Cheap to clone.
 #[derive(Clone)]
 pub struct PolicyDeployment {
-    runtime: Arc<PolicyRuntime>,
+    policy: PolicyHandle,
     store: Store,
     clock: Arc<dyn Clock>,
 }
@@ -79,7 +79,7 @@ pub struct PolicyDeployment {
 impl PolicyDeployment {
     pub fn new(runtime: Arc<PolicyRuntime>, store: Store, clock: Arc<dyn Clock>) -> Self {
         Self {
-            runtime,
+            policy: PolicyHandle::from(&runtime),
             store,
             clock,
         }
@@ -90,24 +90,25 @@ impl PolicyDeployment {
     /// database so every replica converges on it. Answers the revision and
     /// the policy's own description.
     pub async fn upload(&self, bytes: Vec<u8>) -> Result<(Revision, PolicyInfo), DeployError> {
-        let runtime = self.runtime.clone();
         // One compile: `activate` vets the candidate before swapping, and the
         // description is read from the revision now active.
-        let checked = tokio::task::spawn_blocking(move || {
-            let revision = runtime.activate(&bytes)?;
-            let described = runtime.describe();
-            let info = match described.value {
-                Ok(info) if described.revision == revision => info,
-                _ => PolicyInfo {
-                    name: "unknown".into(),
-                    version: "unknown".into(),
-                    contract: String::new(),
-                },
-            };
-            Ok::<_, PolicyError>((revision, info, bytes))
-        })
-        .await
-        .map_err(|e| DeployError::Task(e.to_string()))?;
+        let checked = self
+            .policy
+            .run(move |runtime| {
+                let revision = runtime.activate(&bytes)?;
+                let described = runtime.describe();
+                let info = match described.value {
+                    Ok(info) if described.revision == revision => info,
+                    _ => PolicyInfo {
+                        name: "unknown".into(),
+                        version: "unknown".into(),
+                        contract: String::new(),
+                    },
+                };
+                Ok::<_, PolicyError>((revision, info, bytes))
+            })
+            .await
+            .map_err(|e| DeployError::Task(e.to_string()))?;
         let (revision, info, bytes) = checked?;
         let now = self.clock.now();
         self.store
@@ -220,15 +221,13 @@ impl DbPolicyWatcher {
             Ok(None) => return WatchOutcome::Unchanged,
             Err(e) => return WatchOutcome::Failed(format!("active policy: {e}")),
         };
-        let runtime = &self.deployment.runtime;
-        if active.hash == runtime.active_revision().0
+        let policy = &self.deployment.policy;
+        if active.hash == policy.runtime().active_revision().0
             || self.last_rejected.as_deref() == Some(active.hash.as_str())
         {
             return WatchOutcome::Unchanged;
         }
-        let runtime = runtime.clone();
-        let wasm = active.wasm;
-        match tokio::task::spawn_blocking(move || runtime.activate(&wasm)).await {
+        match policy.activate(active.wasm).await {
             Ok(Ok(rev)) => WatchOutcome::Activated(rev),
             Ok(Err(e)) => {
                 tracing::error!(revision = %active.hash, "database policy refused: {e}");

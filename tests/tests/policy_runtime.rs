@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 
+use nomos_continue::policy::types as t;
 use nomos_continue::policy::{
     Limits, PolicyError, PolicyFailure, PolicyRuntime, Revision, BUILTIN_POLICY_WASM,
     DEFAULT_FALLBACK_AFTER, POLICY_EXPORT,
 };
-use nomos_policy_default::types as t;
 
 #[path = "policy_runtime/sources.rs"]
 mod sources;

@@ -116,7 +116,7 @@ impl Rig {
     async fn report(&self, id: Uuid, status: &str, result: &str) {
         let finished = matches!(
             policy().classify(status).value,
-            Ok(nomos_policy_default::types::StatusClass::Terminal(_))
+            Ok(nomos_continue::policy::types::StatusClass::Terminal(_))
         );
         self.store
             .upsert_execution_status(id, status, result, self.clock.now(), finished)

@@ -14,15 +14,13 @@ use uuid::Uuid;
 use super::error::{parse_id, parse_json, storable, ApiError};
 use super::AppState;
 use crate::deploy::{DeployError, PolicyDeployment};
+use crate::policy::types::{null_as_empty, StatusClass};
+use crate::policy::{PolicyHandle, PolicyTaskFailed};
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
 
-/// Runs a blocking policy call off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::PolicyUnavailable(format!("policy task failed: {e}")))
+/// A policy call whose task died answers 503, like a failed policy.
+fn task_failed(e: PolicyTaskFailed) -> ApiError {
+    ApiError::PolicyUnavailable(format!("policy task failed: {e}"))
 }
 
 #[derive(Deserialize)]
@@ -41,8 +39,10 @@ pub(super) async fn link_tool_result(
 ) -> Result<Json<Value>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
     let ToolResult { text } = parse_json(&body?)?;
-    let policy = state.policy.clone();
-    let evaluated = blocking(move || policy.extract_ids(&text)).await?;
+    let evaluated = PolicyHandle::from(&state.policy)
+        .extract_ids(text)
+        .await
+        .map_err(task_failed)?;
     let ids = evaluated
         .value
         .map_err(|e| ApiError::PolicyUnavailable(e.to_string()))?;
@@ -130,10 +130,7 @@ pub(super) struct ExecutionState {
     status: String,
     /// `null` (an execution with no output yet) is the empty result, as in
     /// the policy's decision input.
-    #[serde(
-        default,
-        deserialize_with = "nomos_policy_default::types::null_as_empty"
-    )]
+    #[serde(default, deserialize_with = "null_as_empty")]
     result: String,
 }
 
@@ -150,13 +147,12 @@ pub(super) async fn record_execution(
     }
     storable("status", &status)?;
     storable("result", &result)?;
-    let policy = state.policy.clone();
-    let probe = status.clone();
-    let class = blocking(move || policy.classify(&probe)).await?.value;
-    let finished = matches!(
-        class,
-        Ok(nomos_policy_default::types::StatusClass::Terminal(_))
-    );
+    let class = PolicyHandle::from(&state.policy)
+        .classify(status.clone())
+        .await
+        .map_err(task_failed)?
+        .value;
+    let finished = matches!(class, Ok(StatusClass::Terminal(_)));
     let ReportOutcome { execution, applied } = state
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
@@ -226,8 +222,10 @@ pub(super) async fn session(
 
 /// The active revision and the runtime's counters.
 pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let policy = state.policy.clone();
-    let described = blocking(move || policy.describe()).await?;
+    let described = PolicyHandle::from(&state.policy)
+        .describe()
+        .await
+        .map_err(task_failed)?;
     let stats = state.policy.stats();
     Ok(Json(json!({
         "revision": described.revision.0,

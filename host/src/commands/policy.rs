@@ -9,22 +9,15 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context, Result};
-use nomos_policy_default::cli::{self, CliError};
+use anyhow::{Context, Result};
 
+use crate::policy::codec;
 use crate::policy::golden;
 use crate::policy::watch::read_policy_file;
 use crate::policy::{Limits, PolicyError, PolicyRuntime};
 
 /// The policy's fault: reasons were printed.
 const EXIT_POLICY_FAULT: u8 = 1;
-
-/// A guest-side input error, printed once (its `Display` already starts
-/// with "error: ", which the binary adds itself).
-fn input_error(e: CliError) -> anyhow::Error {
-    let line = e.to_string();
-    anyhow!(line.strip_prefix("error: ").unwrap_or(&line).to_string())
-}
 
 /// `policy check <wasm>`: compiles, type-checks and vets the policy exactly
 /// as an activation would; prints its revision, name and version and "ok",
@@ -98,8 +91,8 @@ fn load(wasm: &Path) -> Result<PolicyRuntime> {
 /// prints.
 pub fn decide(wasm: &Path) -> Result<ExitCode> {
     let runtime = load(wasm)?;
-    let input = cli::read_input(std::io::stdin().lock()).map_err(input_error)?;
-    let parsed = cli::parse_decision_input(&input).map_err(input_error)?;
+    let input = codec::read_input(std::io::stdin().lock())?;
+    let parsed = codec::decision_input(&input)?;
     let decisions = runtime
         .decide_batch(std::slice::from_ref(&parsed))
         .value
@@ -107,7 +100,7 @@ pub fn decide(wasm: &Path) -> Result<ExitCode> {
     let decision = decisions
         .first()
         .context("the policy returned no decision")?;
-    println!("{}", cli::to_json(decision));
+    print!("{}", codec::answer_line(decision)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -115,11 +108,11 @@ pub fn decide(wasm: &Path) -> Result<ExitCode> {
 /// execution ids it names on stdout.
 pub fn extract(wasm: &Path) -> Result<ExitCode> {
     let runtime = load(wasm)?;
-    let input = cli::read_input(std::io::stdin().lock()).map_err(input_error)?;
+    let input = codec::read_input(std::io::stdin().lock())?;
     let ids = runtime
         .extract_ids(&input)
         .value
         .context("the policy failed")?;
-    println!("{}", cli::to_json(&ids));
+    print!("{}", codec::answer_line(&ids)?);
     Ok(ExitCode::SUCCESS)
 }

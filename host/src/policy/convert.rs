@@ -1,10 +1,13 @@
-//! Conversions between the contract's plain Rust types (shared with the
-//! default guest, and the JSON form policy authors write) and the
-//! generated bindings.
-
-use nomos_policy_default::types as t;
+//! The one conversion of the contract's data: between the host's types
+//! ([`super::types`]) and the generated bindings.
+//!
+//! Why all in one file: the host's types and the bindings describe one
+//! contract; each mapping is written once, here, so a change to `wit/` has
+//! one place to land. The store's rows become the host's types on the
+//! worker's side (`worker::input`): the sandbox knows no database.
 
 use super::bindings::wit as w;
+use super::types as t;
 
 pub(crate) fn timestamp(ts: t::Timestamp) -> w::Timestamp {
     w::Timestamp {

@@ -1,14 +1,14 @@
 //! Calling one compiled policy in a fresh sandbox, and checking its answer
 //! against the host's limits before anyone acts on it.
 
-use nomos_policy_default::extract::is_canonical_uuid;
-use nomos_policy_default::types as t;
+use uuid::Uuid;
 use wasmtime::Store;
 
 use super::bindings::ContinuationPolicy;
 use super::compiled::CompiledPolicy;
 use super::convert;
 use super::sandbox::{HostState, Sandbox};
+use super::types as t;
 
 /// Why a policy call produced no usable answer. The caller falls back to a
 /// conservative result (no automatic continuation) and counts the failure.
@@ -114,6 +114,14 @@ fn one_line(e: &wasmtime::Error) -> String {
         format!("{e:#}")
     };
     text.replace('\n', " ")
+}
+
+/// True if `id` is a UUID written the way the store writes one: hyphenated
+/// and lowercase. Any other spelling (braces, a `urn:` prefix, upper case)
+/// would name the same execution under a second key.
+fn is_canonical_uuid(id: &str) -> bool {
+    Uuid::try_parse(id)
+        .is_ok_and(|parsed| parsed.hyphenated().encode_lower(&mut Uuid::encode_buffer()) == id)
 }
 
 /// The execution ids a tool result names, checked: canonical UUIDs, at most
@@ -282,4 +290,25 @@ pub(crate) fn live_decisions(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_canonical_uuid;
+
+    #[test]
+    fn only_the_stored_spelling_of_a_uuid_is_canonical() {
+        let id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";
+        assert!(is_canonical_uuid(id));
+        for other in [
+            "3F2504E0-4F89-11D3-9A0C-0305E82C3301",
+            "3f2504e04f8911d39a0c0305e82c3301",
+            "{3f2504e0-4f89-11d3-9a0c-0305e82c3301}",
+            "urn:uuid:3f2504e0-4f89-11d3-9a0c-0305e82c3301",
+            "3f2504e0-4f89-11d3-9a0c-0305e82c330",
+            "",
+        ] {
+            assert!(!is_canonical_uuid(other), "{other}");
+        }
+    }
 }

@@ -7,25 +7,26 @@
 //! on stdin) and either `NAME.out` (exactly what it prints) or `NAME.err`
 //! (the one line it prints on stderr when it exits with status 2). The
 //! typed path below gives the same bytes through the typed exports, so the
-//! two paths can be compared with each other and with the files.
+//! two paths can be compared with each other and with the files; the form
+//! of those bytes is [`super::codec`].
 
 use std::path::{Path, PathBuf};
 
-use nomos_policy_default::cli::{self, CliError, Command, EXIT_BAD_INPUT};
-
+use super::codec::{self, CodecError, Command, EXIT_BAD_INPUT};
 use super::compiled::CompiledPolicy;
 use super::eval;
 use super::sandbox::Sandbox;
 
 /// The commands with a folder in a golden directory, in run order.
-pub const COMMANDS: [&str; 6] = [
-    "extract-ids",
-    "classify",
-    "decide",
-    "decide-batch",
-    "soul",
-    "describe",
-];
+pub const COMMANDS: [&str; 6] = {
+    let mut names = [""; 6];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Command::ALL[i].name();
+        i += 1;
+    }
+    names
+};
 
 /// What a case expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,15 +83,12 @@ fn read(path: &Path) -> Result<String, GoldenError> {
 /// case without an expectation is loaded with an empty one (for blessing).
 pub fn load_dir(dir: &Path, allow_missing: bool) -> Result<Vec<GoldenCase>, GoldenError> {
     let mut cases = Vec::new();
-    for command_name in COMMANDS {
+    for command in Command::ALL {
+        let command_name = command.name();
         let folder = dir.join(command_name);
         if !folder.is_dir() {
             continue;
         }
-        let command = Command::parse(command_name).map_err(|e| GoldenError::Io {
-            path: folder.clone(),
-            source: std::io::Error::other(e.0),
-        })?;
         let entries = std::fs::read_dir(&folder).map_err(|source| GoldenError::Io {
             path: folder.clone(),
             source,
@@ -147,7 +145,7 @@ pub(crate) fn run_case(
         Err(e) => CaseOutput {
             exit_code: EXIT_BAD_INPUT,
             stdout: String::new(),
-            stderr: format!("{e}\n"),
+            stderr: e.stderr_line(),
         },
     }
 }
@@ -157,27 +155,29 @@ fn typed_output(
     policy: &CompiledPolicy,
     command: Command,
     input: &str,
-) -> Result<String, CliError> {
-    let failed = |e: eval::PolicyFailure| CliError(format!("policy failed: {e}"));
-    let json = match command {
+) -> Result<String, CodecError> {
+    let failed = |e: eval::PolicyFailure| CodecError::Policy(e.to_string());
+    match command {
         Command::ExtractIds => {
-            cli::to_json(&eval::extract_ids(sandbox, policy, input).map_err(failed)?)
+            codec::answer_line(&eval::extract_ids(sandbox, policy, input).map_err(failed)?)
         }
-        Command::Classify => cli::to_json(&eval::classify(sandbox, policy, input).map_err(failed)?),
-        Command::Decide => {
-            let parsed = cli::parse_decision_input(input)?;
-            let decisions = eval::decide_batch(sandbox, policy, std::slice::from_ref(&parsed))
-                .map_err(failed)?;
-            cli::to_json(&decisions[0])
+        Command::Classify => {
+            codec::answer_line(&eval::classify(sandbox, policy, input).map_err(failed)?)
         }
-        Command::DecideBatch => {
-            let parsed = cli::parse_decision_inputs(input)?;
-            cli::to_json(&eval::decide_batch(sandbox, policy, &parsed).map_err(failed)?)
+        Command::Decide { batch: false } => {
+            let one = [codec::decision_input(input)?];
+            // `decide_batch` answers exactly one decision per input.
+            let decisions = eval::decide_batch(sandbox, policy, &one).map_err(failed)?;
+            codec::answer_line(&decisions[0])
         }
-        Command::Soul => return eval::soul(sandbox, policy).map_err(failed),
-        Command::Describe => cli::to_json(&eval::describe(sandbox, policy).map_err(failed)?),
-    };
-    Ok(json + "\n")
+        Command::Decide { batch: true } => {
+            let inputs = codec::decision_inputs(input)?;
+            codec::answer_line(&eval::decide_batch(sandbox, policy, &inputs).map_err(failed)?)
+        }
+        // The SOUL is text, printed as it is.
+        Command::Soul => eval::soul(sandbox, policy).map_err(failed),
+        Command::Describe => codec::answer_line(&eval::describe(sandbox, policy).map_err(failed)?),
+    }
 }
 
 /// `None` if `output` is what `case` expects, else a one-paragraph diff.

@@ -1,6 +1,16 @@
 //! The continuation policy, run as a sandboxed WebAssembly component.
 //!
+//! The host meets a policy only through `wit/`: it links no policy crate,
+//! not even the default one it embeds (that is built to wasm by the build
+//! script and included as bytes).
+//!
+//! - `types`: the host's types of the contract's data, with the JSON form
+//!   golden files and `wasmtime run policy.wasm` use.
 //! - `bindings`: the one `bindgen!` for the `continuation-policy` world.
+//! - `convert`: the one conversion: store rows and host types into the
+//!   bindings' types, and answers back.
+//! - `codec`: the command-line form of each export (stdin, stdout, the
+//!   one-line error), which golden files pin.
 //! - `sandbox`: the engine (pooling allocator, epoch deadlines, memory cap)
 //!   and the capability-free WASI context.
 //! - `compiled`: one revision, compiled and type-checked once.
@@ -8,23 +18,29 @@
 //!   the host's limits.
 //! - `vet`: the checks a candidate passes before activation.
 //! - `runtime`: the active revision, atomic swaps, fall-back on failures.
+//! - `handle`: the runtime for async callers, each call on the blocking
+//!   pool.
 //! - `golden`: golden-case files, shared by tests and `policy test`.
 //! - `watch`: reading a policy file. Watching it, and the database's active
 //!   revision, is `crate::deploy`'s job: the sandbox does not know the
 //!   database.
 
 mod bindings;
+pub mod codec;
 mod compiled;
 mod convert;
 mod eval;
 pub mod golden;
+mod handle;
 mod runtime;
 mod sandbox;
+pub mod types;
 mod vet;
 pub mod watch;
 
 pub use compiled::{Revision, POLICY_EXPORT};
 pub use eval::PolicyFailure;
+pub use handle::{PolicyHandle, PolicyTaskFailed};
 pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
 pub use sandbox::Limits;
 pub use vet::Vetting;

@@ -10,11 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use nomos_policy_default::types as t;
-
 use super::compiled::{CompiledPolicy, Revision};
 use super::eval::{self, PolicyFailure};
 use super::sandbox::{Limits, Sandbox};
+use super::types as t;
 use super::vet::{self, Vetting};
 use super::{PolicyError, BUILTIN_POLICY_WASM};
 

@@ -2,12 +2,11 @@
 //! matches the contract, and answers a set of probe inputs (and any golden
 //! cases the operator configured) within the production limits.
 
-use nomos_policy_default::types as t;
-
 use super::compiled::CompiledPolicy;
 use super::eval;
 use super::golden::{self, GoldenCase};
 use super::sandbox::Sandbox;
+use super::types as t;
 use super::PolicyError;
 
 /// Golden cases a candidate must reproduce exactly, on top of the probes.

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use nomos_policy_default::types as t;
 
 use super::{Worker, WorkerError};
 use crate::agent::{Continuation, ExecutionReport};
+use crate::policy::types as t;
 use crate::store::{Delivery, ReadyLink};
 
 impl Worker {
@@ -23,24 +23,20 @@ impl Worker {
         soul: &str,
     ) -> Result<Continuation, WorkerError> {
         let loaded = self.store.executions(&delivery.execution_ids).await?;
-        let mut statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
-        statuses.sort();
-        statuses.dedup();
-        let policy = self.policy.clone();
-        let outcomes: HashMap<String, String> = tokio::task::spawn_blocking(move || {
-            statuses
-                .into_iter()
-                .map(|status| {
-                    let outcome = match policy.classify(&status).value {
-                        Ok(t::StatusClass::Terminal(o)) => o.as_str().to_string(),
-                        _ => "unknown".to_string(),
-                    };
-                    (status, outcome)
-                })
-                .collect()
-        })
-        .await
-        .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        let statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
+        let outcomes: HashMap<String, String> = self
+            .policy
+            .classify_each(statuses)
+            .await?
+            .into_iter()
+            .map(|(status, class)| {
+                let outcome = match class {
+                    Ok(t::StatusClass::Terminal(o)) => o.as_str(),
+                    _ => "unknown",
+                };
+                (status, outcome.to_string())
+            })
+            .collect();
         let mut executions = Vec::with_capacity(loaded.len());
         let mut finished_latest: Option<DateTime<Utc>> = None;
         for execution in loaded {
@@ -110,10 +106,7 @@ impl Worker {
                 input
             })
             .collect();
-        let policy = self.policy.clone();
-        let evaluated = tokio::task::spawn_blocking(move || policy.decide_batch(&inputs))
-            .await
-            .map_err(|e| WorkerError::PolicyTask(e.to_string()))?;
+        let evaluated = self.policy.decide_batch(inputs).await?;
         Ok(evaluated.value.ok().and_then(|decisions| {
             decisions.into_iter().find_map(|d| match d {
                 t::Decision::Drop { reason } => Some(reason),

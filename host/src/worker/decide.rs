@@ -5,11 +5,9 @@
 //! the chunk to the next pass instead of dropping it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
-use nomos_policy_default::types as t;
 
 use super::{Worker, WorkerError};
+use crate::policy::types as t;
 use crate::policy::{PolicyFailure, PolicyRuntime};
 
 /// Decisions per sandbox call at most, whatever their size.
@@ -44,27 +42,21 @@ impl Worker {
     /// Classifies each distinct status once.
     pub(super) async fn classify_statuses(
         &self,
-        mut statuses: Vec<String>,
+        statuses: Vec<String>,
     ) -> Result<HashMap<String, Class>, WorkerError> {
-        statuses.sort();
-        statuses.dedup();
-        let policy = self.policy.clone();
-        tokio::task::spawn_blocking(move || {
-            statuses
-                .into_iter()
-                .map(|status| {
-                    let class = match policy.classify(&status).value {
-                        Ok(t::StatusClass::Terminal(_)) => Class::Terminal,
-                        Ok(t::StatusClass::NonTerminal) => Class::Running,
-                        Err(f) if is_shortage(&f) => Class::Deferred,
-                        Err(f) => Class::Unclassifiable(f.to_string()),
-                    };
-                    (status, class)
-                })
-                .collect()
-        })
-        .await
-        .map_err(|e| WorkerError::PolicyTask(e.to_string()))
+        let classified = self.policy.classify_each(statuses).await?;
+        Ok(classified
+            .into_iter()
+            .map(|(status, class)| {
+                let class = match class {
+                    Ok(t::StatusClass::Terminal(_)) => Class::Terminal,
+                    Ok(t::StatusClass::NonTerminal) => Class::Running,
+                    Err(f) if is_shortage(&f) => Class::Deferred,
+                    Err(f) => Class::Unclassifiable(f.to_string()),
+                };
+                (status, class)
+            })
+            .collect())
     }
 
     /// One verdict per input, in order.
@@ -72,17 +64,18 @@ impl Worker {
         &self,
         inputs: Vec<t::DecisionInput>,
     ) -> Result<Vec<Verdict>, WorkerError> {
-        let policy = self.policy.clone();
-        tokio::task::spawn_blocking(move || {
-            let cap = policy.limits().max_text_bytes;
-            let mut out = Vec::with_capacity(inputs.len());
-            for chunk in chunks(&inputs, cap, DECIDE_CHUNK) {
-                decide_isolating(&policy, chunk, &mut out);
-            }
-            out
-        })
-        .await
-        .map_err(|e| WorkerError::PolicyTask(e.to_string()))
+        let verdicts = self
+            .policy
+            .run(move |policy| {
+                let cap = policy.limits().max_text_bytes;
+                let mut out = Vec::with_capacity(inputs.len());
+                for chunk in chunks(&inputs, cap, DECIDE_CHUNK) {
+                    decide_isolating(policy, chunk, &mut out);
+                }
+                out
+            })
+            .await?;
+        Ok(verdicts)
     }
 }
 
@@ -124,11 +117,7 @@ fn is_shortage(failure: &PolicyFailure) -> bool {
 
 /// Decides `inputs` in one call; on a fault, halves and tries each half, so
 /// only the inputs the policy fails on alone are failed.
-fn decide_isolating(
-    policy: &Arc<PolicyRuntime>,
-    inputs: &[t::DecisionInput],
-    out: &mut Vec<Verdict>,
-) {
+fn decide_isolating(policy: &PolicyRuntime, inputs: &[t::DecisionInput], out: &mut Vec<Verdict>) {
     let evaluated = policy.decide_batch(inputs);
     let revision = evaluated.revision.0;
     match evaluated.value {

@@ -465,10 +465,7 @@ impl Worker {
     /// The active policy's SOUL text; empty if the policy fails (the note
     /// still goes out: it carries the result, the SOUL only frames it).
     async fn soul(&self) -> String {
-        let policy = self.policy.clone();
-        match tokio::task::spawn_blocking(move || policy.soul().value).await {
-            Ok(Ok(soul)) => soul,
-            _ => String::new(),
-        }
+        let evaluated = self.policy.soul().await.ok();
+        evaluated.and_then(|e| e.value.ok()).unwrap_or_default()
     }
 }

@@ -25,6 +25,7 @@
 mod continuation;
 mod decide;
 mod deliver;
+mod input;
 mod notices;
 mod plan;
 mod rescuer;
@@ -41,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::metrics::Metrics;
-use crate::policy::PolicyRuntime;
+use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
 use crate::store::{Claim, Store, StoreError};
 
 pub use deliver::DeliverReport;
@@ -58,7 +59,7 @@ pub enum WorkerError {
     Store(#[from] StoreError),
     #[error("policy task failed: {0}")]
     /// The blocking task that ran the policy panicked or was cancelled.
-    PolicyTask(String),
+    PolicyTask(#[from] PolicyTaskFailed),
 }
 
 /// The worker's settings.
@@ -154,7 +155,7 @@ pub struct TickReport {
 #[derive(Clone)]
 pub struct Worker {
     pub(crate) store: Store,
-    pub(crate) policy: Arc<PolicyRuntime>,
+    pub(crate) policy: PolicyHandle,
     pub(crate) agent: Arc<dyn Agent>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: WorkerConfig,
@@ -181,7 +182,7 @@ impl Worker {
     ) -> Self {
         Self {
             store,
-            policy,
+            policy: PolicyHandle::from(&policy),
             agent,
             clock,
             config,

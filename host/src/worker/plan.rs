@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
-use nomos_policy_default::types as t;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::decide::{Class, Verdict};
 use super::{Worker, WorkerError};
+use crate::policy::types as t;
 use crate::store::{
     ContinuationPlan, Notice, NoticeAbout, PlanOutcome, ReadyLink, SessionSnapshot, StoreError,
 };
@@ -214,7 +214,7 @@ impl Worker {
             "nomos-continue cannot tell whether execution {} has finished: the policy failed on its status {:?} ({error}); it is not continued until a status the policy can classify is reported",
             link.execution_id, link.status
         );
-        let revision = self.policy.active_revision().0;
+        let revision = self.policy.runtime().active_revision().0;
         let about = NoticeAbout {
             session_id: link.session_id,
             execution_ids: &ids,
@@ -240,19 +240,12 @@ impl Worker {
             },
             session: t::Session {
                 id: snapshot.session_id.to_string(),
+                // A denied window is no window to the policy.
                 window: snapshot
                     .window
                     .as_ref()
                     .filter(|w| w.closed_at.is_none())
-                    .map(|w| t::Window {
-                        opened_at: w.opened_at.into(),
-                        expires_at: w.expires_at.into(),
-                        route: match w.route {
-                            crate::store::Route::Button => t::ApprovalRoute::Button,
-                            crate::store::Route::Chat => t::ApprovalRoute::Chat,
-                            crate::store::Route::Api => t::ApprovalRoute::Api,
-                        },
-                    }),
+                    .map(t::Window::from),
                 continuations_in_window: u32::try_from(snapshot.continuations_in_window)
                     .unwrap_or(0),
                 still_running: snapshot

@@ -470,7 +470,7 @@ async fn report_next(
     };
     let finished = matches!(
         policy.classify(status).value,
-        Ok(nomos_policy_default::types::StatusClass::Terminal(_))
+        Ok(nomos_continue::policy::types::StatusClass::Terminal(_))
     );
     if store
         .upsert_execution_status(execution.id, status, &result, clock.now(), finished)

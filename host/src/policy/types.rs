@@ -1,0 +1,241 @@
+//! The host's side of the contract's data (`wit/policy.wit`), and its JSON
+//! form.
+//!
+//! Why the host has types of its own: it meets a policy only through `wit/`,
+//! so it links no guest crate, and the generated bindings are awkward to
+//! hold (no serde, variants with unnamed payloads). These are what the
+//! worker, the API and the golden files use; `convert` is the one mapping to
+//! and from the bindings.
+//!
+//! The JSON form is the one policy authors write in golden files and pipe
+//! into `wasmtime run policy.wasm decide`: snake_case keys, RFC 3339 times,
+//! unknown keys refused (a typo must be an error, not a silent default).
+//! The host only ever *reads* decision inputs and *writes* answers, so each
+//! type implements the one direction it needs. Field order is part of the
+//! form too: serde lists the expected fields in declaration order in its
+//! errors, and golden `.err` files pin those lines.
+
+use chrono::{DateTime, Timelike, Utc};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A point in time as the contract carries it: whole seconds and
+/// nanoseconds since the Unix epoch, UTC. Ordered by time. Read from JSON
+/// as RFC 3339 with any offset.
+///
+/// Every conversion between this and `chrono` is in the two impls
+/// below, so changing the host's clock type touches only them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Timestamp {
+    pub seconds: i64,
+    pub nanoseconds: u32,
+}
+
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(at: DateTime<Utc>) -> Self {
+        Timestamp {
+            seconds: at.timestamp(),
+            nanoseconds: at.nanosecond(),
+        }
+    }
+}
+
+impl TryFrom<String> for Timestamp {
+    type Error = String;
+
+    /// The message names the bad text and an example, because it is what a
+    /// policy author sees for a typo in a golden file.
+    fn try_from(text: String) -> Result<Self, String> {
+        DateTime::parse_from_rfc3339(&text)
+            .map(|at| Timestamp::from(at.to_utc()))
+            .map_err(|why| {
+                format!(
+                    "invalid timestamp {text:?} ({why}); expected RFC 3339 such as 2026-11-30T04:00:00Z"
+                )
+            })
+    }
+}
+
+/// Whether a status string is terminal, and how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusClass {
+    NonTerminal,
+    Terminal(Outcome),
+}
+
+/// Written as `{"terminal":false}` or `{"terminal":true,"outcome":"failed"}`:
+/// a flag a shell script can test, with the outcome only where there is one.
+impl Serialize for StatusClass {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let outcome = match self {
+            StatusClass::NonTerminal => None,
+            StatusClass::Terminal(outcome) => Some(outcome),
+        };
+        let fields = 1 + usize::from(outcome.is_some());
+        let mut out = serializer.serialize_struct("StatusClass", fields)?;
+        out.serialize_field("terminal", &outcome.is_some())?;
+        if let Some(outcome) = outcome {
+            out.serialize_field("outcome", outcome)?;
+        }
+        out.end()
+    }
+}
+
+/// How a terminal execution ended. In declaration order, so that
+/// [`Outcome::as_str`] can look its word up by discriminant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl Outcome {
+    /// The word the agent is shown and the JSON form uses.
+    pub fn as_str(self) -> &'static str {
+        const WORDS: [&str; 3] = ["completed", "failed", "cancelled"];
+        WORDS[self as usize]
+    }
+}
+
+/// Who a policy is; shown by `policy check`, the API and the ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PolicyInfo {
+    pub name: String,
+    pub version: String,
+    pub contract: String,
+}
+
+/// How the operator approved the plan that opened a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalRoute {
+    Button,
+    Chat,
+    Api,
+}
+
+/// An assent window; open while `opened_at <= now < expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    pub opened_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub route: ApprovalRoute,
+}
+
+/// One asynchronous execution as the runtime last reported it. A missing
+/// `finished_at` is `None` (serde's rule for `Option` fields).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Execution {
+    pub id: String,
+    pub status: String,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub result: String,
+    pub finished_at: Option<Timestamp>,
+}
+
+/// Reads a string that may be `null` (or absent, with `#[serde(default)]`)
+/// as the empty string.
+///
+/// Why: a runtime writes an execution with no output yet as
+/// `"result": null`. That is the same fact as an empty result, so it must
+/// decide like `""` instead of failing the whole input; any other
+/// non-string is still an error. The API reads reported results with it
+/// too, so both agree on what "no output" is.
+pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Option::<String>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// The chat session an execution is linked to.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    pub id: String,
+    pub window: Option<Window>,
+    /// Required: a missing count must not read as zero and defeat the loop
+    /// guard.
+    pub continuations_in_window: u32,
+    #[serde(default)]
+    pub still_running: Vec<String>,
+}
+
+/// Everything a policy needs to decide about one execution.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionInput {
+    pub now: Timestamp,
+    pub execution: Execution,
+    pub session: Session,
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+/// What to do about one execution. Written as `{"decision":"wait"}`,
+/// `{"decision":"continue","note":"…"}` or `{"decision":"drop","reason":"…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Wait,
+    Continue { note: String },
+    Drop { reason: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn execution(result: &str) -> Result<Execution, serde_json::Error> {
+        serde_json::from_str(&format!(
+            r#"{{"id": "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "status": "running"{result}}}"#
+        ))
+    }
+
+    #[test]
+    fn a_null_or_missing_result_is_empty_and_a_number_is_refused() {
+        let result = |json| execution(json).map(|e| e.result);
+        assert_eq!(result(r#", "result": null"#).ok().as_deref(), Some(""));
+        assert_eq!(result("").ok().as_deref(), Some(""));
+        assert_eq!(result(r#", "result": "ok""#).ok().as_deref(), Some("ok"));
+        assert!(result(r#", "result": 7"#).is_err());
+    }
+
+    fn json<T: Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap_or_else(|e| e.to_string())
+    }
+
+    #[test]
+    fn status_classes_and_decisions_have_their_json_form() {
+        assert_eq!(json(&StatusClass::NonTerminal), r#"{"terminal":false}"#);
+        assert_eq!(
+            json(&StatusClass::Terminal(Outcome::Failed)),
+            r#"{"terminal":true,"outcome":"failed"}"#
+        );
+        assert_eq!(json(&Decision::Wait), r#"{"decision":"wait"}"#);
+        assert_eq!(
+            json(&Decision::Drop { reason: "r".into() }),
+            r#"{"decision":"drop","reason":"r"}"#
+        );
+    }
+
+    #[test]
+    fn timestamps_read_any_offset_as_utc_and_name_a_bad_one() {
+        let ts = Timestamp::try_from("2026-11-30T05:00:00.5+01:00".to_string());
+        let utc = DateTime::parse_from_rfc3339("2026-11-30T04:00:00Z")
+            .map(|t| Timestamp::from(t.to_utc()));
+        assert_eq!(
+            ts.ok().map(|t| (t.seconds, t.nanoseconds)),
+            utc.ok().map(|t| (t.seconds, 500_000_000))
+        );
+        let bad = Timestamp::try_from("yesterday".to_string()).unwrap_err();
+        assert!(bad.starts_with("invalid timestamp \"yesterday\""), "{bad}");
+    }
+}
