@@ -80,7 +80,7 @@ impl Store {
                      WHERE d.state = 'pending' AND d.kind = 'continuation' \
                        AND d.next_attempt_at <= $3 \
                        AND (d.lease_owner IS NULL OR d.lease_expires_at <= $3) \
-                       AND w.closed_at IS NULL AND w.opened_at <= $3 AND w.expires_at > $3 \
+                       AND w.closed_at IS NULL AND w.expires_at > $3 \
                      ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT $4 \
                      FOR UPDATE OF d SKIP LOCKED FOR SHARE OF w), \
                  picked AS ( \
@@ -104,7 +104,7 @@ impl Store {
                        AND (d.kind = 'notice' OR EXISTS ( \
                            SELECT 1 FROM nomos_assent_windows w \
                            WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
-                             AND w.opened_at <= $3 AND w.expires_at > $3)) \
+                             AND w.expires_at > $3)) \
                      ORDER BY d.next_attempt_at, d.created_at, d.id \
                      LIMIT $4) \
                  RETURNING ",

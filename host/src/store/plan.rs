@@ -171,7 +171,7 @@ async fn plan_one(
     let bumped = query(
         "UPDATE nomos_assent_windows \
          SET continuations = continuations + 1, updated_at = $2 \
-         WHERE session_id = $1 AND closed_at IS NULL AND opened_at <= $2 AND expires_at > $2 \
+         WHERE session_id = $1 AND closed_at IS NULL AND expires_at > $2 \
            AND continuations < $3",
     )
     .bind(plan.session_id)

@@ -19,7 +19,7 @@ const UNHELD: &str = "d.state = 'pending' AND d.kind = 'continuation' \
 /// Its session's window is open at `$1`.
 const WINDOW_OPEN: &str = "EXISTS (SELECT 1 FROM nomos_assent_windows w \
      WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
-       AND w.opened_at <= $1 AND w.expires_at > $1)";
+       AND w.expires_at > $1)";
 
 /// Ends delivery `$2` as `dropped` at `$1` with reason `$3` (unleased), if
 /// `guard` holds of it (alias `d`); returns its row.

@@ -156,10 +156,18 @@ pub struct Window {
 }
 
 impl Window {
-    /// Open at `now`: `opened_at <= now < expires_at` and not closed. The
-    /// same rule the default policy and [`super::Store::plan_continuations`] use.
+    /// Open at `now`: not closed and `now < expires_at`, the rule every
+    /// query of the store uses too.
+    ///
+    /// Why `opened_at` is not compared: a window is only ever stamped with
+    /// the approving replica's "now", so it never opens in the future. A
+    /// replica whose clock is a few milliseconds behind that one (clocks
+    /// synced to the database's still differ by their sync error) would
+    /// otherwise see a window just approved as "not open yet" and drop the
+    /// continuation it was approved for. Expiry is judged exactly, so skew
+    /// never lengthens a window by more than the sync error.
     pub fn is_open_at(&self, now: DateTime<Utc>) -> bool {
-        self.closed_at.is_none() && self.opened_at <= now && now < self.expires_at
+        self.closed_at.is_none() && now < self.expires_at
     }
 }
 

@@ -16,7 +16,7 @@ impl Store {
     ///   [`StoreError::InvalidDuration`] and nothing is written. This is the
     ///   one place the 30-minute bound is enforced (a CHECK cannot express
     ///   extension).
-    /// - If the window is open at `now` (`opened_at <= now < expires_at`, not
+    /// - If the window is open at `now` (`now < expires_at`, not
     ///   closed) it is **extended**: `expires_at` becomes the later of its
     ///   current value and `now + duration` (a short approval never shortens
     ///   a longer one); `opened_at` and the continuation count are kept, so
@@ -49,7 +49,7 @@ impl Store {
                continuations = CASE WHEN {open} THEN w.continuations ELSE 0 END, \
                route = EXCLUDED.route, closed_at = NULL, updated_at = EXCLUDED.updated_at \
              RETURNING {WINDOW_COLS}",
-            open = "(w.closed_at IS NULL AND w.opened_at <= $2 AND w.expires_at > $2)",
+            open = "(w.closed_at IS NULL AND w.expires_at > $2)",
             greatest = self.backend().greatest(),
         );
         let row = query(sql)

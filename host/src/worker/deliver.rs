@@ -400,7 +400,7 @@ impl Worker {
             .continuations_outside_window(now, self.config.batch)
             .await?;
         for (delivery, window) in found {
-            let reason = notices::window_closed_reason(window.as_ref(), now);
+            let reason = notices::window_closed_reason(window.as_ref());
             let message = notices::not_continued(&delivery.execution_ids, &reason);
             if self
                 .store

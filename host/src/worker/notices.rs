@@ -43,8 +43,8 @@ pub(crate) fn gave_up(delivery: &Delivery, error: &str) -> String {
     )
 }
 
-/// Why a planned continuation was not sent: its window is not open at `now`.
-pub(crate) fn window_closed_reason(window: Option<&Window>, now: DateTime<Utc>) -> String {
+/// Why a planned continuation was not sent: its window is not open.
+pub(crate) fn window_closed_reason(window: Option<&Window>) -> String {
     let at = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
     match window {
         None => "the session has no approved plan in flight".to_string(),
@@ -53,9 +53,6 @@ pub(crate) fn window_closed_reason(window: Option<&Window>, now: DateTime<Utc>) 
                 "the operator denied the plan at {} before the continuation was delivered",
                 at(closed)
             ),
-            None if w.opened_at > now => {
-                format!("the assent window opens only at {}", at(w.opened_at))
-            }
             None => format!(
                 "the assent window expired at {} before the continuation was delivered",
                 at(w.expires_at)

@@ -230,8 +230,13 @@ impl Worker {
         snapshot: &SessionSnapshot,
         now: DateTime<Utc>,
     ) -> t::DecisionInput {
+        // The host's "now" is never before the window's opening: the window
+        // was stamped by the approving replica, whose clock may run a few
+        // milliseconds ahead of this one (see `Window::is_open_at`), and a
+        // policy must not see an approval as lying in the future.
+        let opened = snapshot.window.as_ref().map(|w| w.opened_at);
         t::DecisionInput {
-            now: now.into(),
+            now: opened.map_or(now, |at| now.max(at)).into(),
             execution: t::Execution {
                 id: link.execution_id.to_string(),
                 status: link.status.clone(),
