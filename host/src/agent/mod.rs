@@ -3,10 +3,12 @@
 //! runtime, and a built-in `chatWith` against an OpenAI-compatible endpoint).
 
 pub mod chat;
+pub mod history;
 mod http;
 pub mod webhook;
 
 pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};
+pub use history::StoreHistory;
 pub use webhook::{WebhookAgent, WebhookConfig};
 
 /// Re-exported so a runtime implementing [`Agent`] or [`ChatHistory`] uses

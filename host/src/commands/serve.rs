@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::agent::{Agent, ChatAgent, ChatConfig, WebhookAgent, WebhookConfig};
+use crate::agent::{Agent, ChatAgent, ChatConfig, StoreHistory, WebhookAgent, WebhookConfig};
 use crate::api::{self, AppState};
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::deploy::{PolicyDeployment, WatchOutcome};
@@ -365,8 +365,10 @@ fn build_agent(config: &ServeConfig, store: &Store) -> Result<Arc<dyn Agent>> {
         (None, Some(url)) => {
             let mut chat = ChatConfig::new(url.clone(), config.openai_model.clone());
             chat.api_key = config.openai_key.clone();
-            let agent =
-                ChatAgent::new(chat, Arc::new(store.clone())).context("configure chatWith")?;
+            // Stamped by the wall clock, as before; the database clock
+            // comes with the one assembly.
+            let history = Arc::new(StoreHistory::new(store.clone(), Arc::new(SystemClock)));
+            let agent = ChatAgent::new(chat, history).context("configure chatWith")?;
             tracing::info!(
                 endpoint = agent.endpoint(),
                 "chatWith: history from the store"
