@@ -11,10 +11,12 @@
 //! - [`store`]: every SQL query, for PostgreSQL and the embedded SQLite
 //!   default, and the migrations.
 //! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
-//!   webhook and `chatWith` adapters.
+//!   webhook and `chatWith` adapters (with `chatWith`'s history in the store).
 //! - [`worker`]: the continuation worker (plan, deliver), its rescuer and
 //!   its wake-ups.
 //! - [`api`]: the HTTP API (axum) a runtime beside this process calls.
+//! - [`server`]: the one assembly of all of the above into a running
+//!   process ([`server::serve`]), used by `serve`, the demo and the tests.
 //! - [`clock`]: the injectable "now" the worker acts on.
 //! - [`metrics`]: counters and histograms for `/metrics`.
 //! - [`demo`]: the seed's scenario replayed end to end (`nomos-continue demo`).
@@ -28,5 +30,6 @@ pub mod demo;
 pub mod deploy;
 pub mod metrics;
 pub mod policy;
+pub mod server;
 pub mod store;
 pub mod worker;

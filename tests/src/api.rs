@@ -5,6 +5,9 @@
 //! Why in-process rather than the binary: these tests probe every route
 //! with malformed input and need to see the store and the policy runtime
 //! behind the router; the binary is exercised end to end in `e2e.rs`.
+//! Why the API alone rather than the whole [`Server`](nomos_continue::server::Server):
+//! a worker behind it would act on what these tests set up (and take the
+//! wake-ups they watch); the in-process system is tested in `worker.rs`.
 
 use std::sync::{Arc, OnceLock};
 
@@ -12,9 +15,10 @@ use nomos_continue::api::{router, AppState};
 use nomos_continue::clock::SystemClock;
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
+use nomos_continue::server::serve_http;
 use nomos_continue::store::Store;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// The built-in policy, compiled once per test process (compiling per test
 /// in a debug build is slow).
@@ -77,7 +81,7 @@ pub struct ServedApi {
     pub wake: Arc<Notify>,
     client: reqwest::Client,
     token: Option<String>,
-    task: JoinHandle<()>,
+    shutdown: CancellationToken,
 }
 
 impl ServedApi {
@@ -103,17 +107,15 @@ impl ServedApi {
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
-        let app = router(state);
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let shutdown = CancellationToken::new();
+        tokio::spawn(serve_http(listener, router(state), shutdown.clone()));
         ServedApi {
             base: format!("http://{addr}"),
             store,
             wake,
             client: reqwest::Client::new(),
             token: token.map(str::to_owned),
-            task,
+            shutdown,
         }
     }
 
@@ -162,6 +164,6 @@ impl ServedApi {
 
 impl Drop for ServedApi {
     fn drop(&mut self) {
-        self.task.abort();
+        self.shutdown.cancel();
     }
 }

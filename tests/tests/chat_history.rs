@@ -1,5 +1,5 @@
-//! The store as `chatWith`'s [`ChatHistory`] (migration 024), on SQLite and
-//! PostgreSQL: replies are stored once per continuation key, notices are
+//! The store as `chatWith`'s [`ChatHistory`] ([`StoreHistory`], migration
+//! 024), on SQLite and PostgreSQL: replies are stored once per continuation key, notices are
 //! recorded once and never replayed, and the real `ChatAgent` over the store
 //! calls the model once per key against a fake chat server on loopback.
 
@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use nomos_continue::agent::chat::NOTE_LABEL;
 use nomos_continue::agent::{
-    Agent, ChatAgent, ChatConfig, ChatHistory, ChatTurn, Continuation, Notice,
+    Agent, ChatAgent, ChatConfig, ChatHistory, ChatTurn, Continuation, Notice, StoreHistory,
 };
+use nomos_continue::clock::ManualClock;
 use nomos_continue::store::{Role, Store, StoreError};
 use nomos_continue_tests::http::{RecordingServer, Reply, Script};
 use serde_json::json;
@@ -32,8 +33,9 @@ fn t0() -> DateTime<Utc> {
         .expect("a valid time")
 }
 
-fn history(store: &Store) -> &dyn ChatHistory {
-    store
+/// The history over `store`, with its rows stamped at [`t0`].
+fn history(store: &Store) -> StoreHistory {
+    StoreHistory::new(store.clone(), Arc::new(ManualClock::new(t0())))
 }
 
 /// 024 reverts cleanly (the notices table goes, keyless turns survive) and
@@ -98,6 +100,7 @@ async fn a_reply_is_stored_once_per_key(store: Store) {
     );
     let stored = store.turns(session).await.expect("stored");
     assert_eq!(stored[0].idempotency_key.as_deref(), Some("k1"));
+    assert_eq!(stored[0].created_at, t0(), "stamped by the injected clock");
     assert_eq!(store.turns(other).await.expect("other").len(), 1);
 
     let again = store
@@ -241,7 +244,7 @@ async fn chat_agent_over_the_store_calls_the_model_once_per_key(store: Store) {
 
     let agent = ChatAgent::new(
         ChatConfig::new(format!("http://{addr}"), "test-model"),
-        Arc::new(store.clone()),
+        Arc::new(history(&store)),
     )
     .expect("chat agent");
     let continuation = Continuation {

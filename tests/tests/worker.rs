@@ -1,6 +1,7 @@
 //! The worker against both stores, with the built-in policy, an injected
 //! clock and an in-process recording agent. Each test says what happens in
-//! its case; crash and multi-process behaviour is in `worker_faults.rs`.
+//! its case; `served.rs` runs the whole assembled system in process; crash
+//! and multi-process behaviour is in `worker_faults.rs`.
 
 use std::sync::{Arc, OnceLock};
 
@@ -8,6 +9,8 @@ use std::sync::{Arc, OnceLock};
 mod promises;
 #[path = "worker/races.rs"]
 mod races;
+#[path = "worker/served.rs"]
+mod served;
 #[path = "worker/wake.rs"]
 mod wake;
 

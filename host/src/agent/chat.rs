@@ -107,8 +107,9 @@ impl From<HistoryError> for AgentError {
     }
 }
 
-/// A session's chat history, as `chatWith` needs it. The store implements
-/// it; the adapter only reads turns and appends what really happened.
+/// A session's chat history, as `chatWith` needs it.
+/// [`StoreHistory`](super::StoreHistory) implements it over the store; the
+/// adapter only reads turns and appends what really happened.
 #[async_trait]
 pub trait ChatHistory: Send + Sync {
     /// The session's turns in the order they happened (empty if unknown).

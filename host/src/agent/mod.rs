@@ -1,12 +1,17 @@
 //! Calling the agent: the [`Agent`] trait the embedding runtime implements,
 //! and the adapters the standalone binary uses (an HTTP webhook to the
-//! runtime, and a built-in `chatWith` against an OpenAI-compatible endpoint).
+//! runtime, a built-in `chatWith` against an OpenAI-compatible endpoint with
+//! its history in the store, and, with neither configured, stdout).
 
 pub mod chat;
+pub mod history;
 mod http;
+mod log;
 pub mod webhook;
 
 pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};
+pub use history::StoreHistory;
+pub use log::LogAgent;
 pub use webhook::{WebhookAgent, WebhookConfig};
 
 /// Re-exported so a runtime implementing [`Agent`] or [`ChatHistory`] uses

@@ -3,12 +3,21 @@
 
 use std::process::ExitCode;
 
-mod log_agent;
+use clap::Args;
+
 pub mod migrate;
 pub mod policy;
 pub mod retry;
 pub mod serve;
 pub mod status;
+
+/// The database flag every subcommand that opens the store takes.
+#[derive(Args)]
+pub struct DbArgs {
+    /// postgres://… or sqlite:FILE; the default is an SQLite file here.
+    #[arg(long, env = "DATABASE_URL", default_value = crate::server::DEFAULT_DATABASE_URL)]
+    pub database_url: String,
+}
 
 /// Exit status for bad input, as the guest's own command line uses.
 pub const EXIT_BAD_INPUT: u8 = 2;

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::client::ApiClient;
 use super::executor::Executor;
 use super::timeline::{Actor, Timeline};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::store::{Role, Store};
 
 /// The plan the operator approved, in order.
@@ -47,6 +47,9 @@ pub struct ScriptedAgent {
     api: ApiClient,
     executor: Arc<Executor>,
     store: Store,
+    /// The system's clock, so the agent's turns and the window it is
+    /// continued in are timed alike.
+    clock: Arc<dyn Clock>,
     timeline: Arc<Timeline>,
     progress: Mutex<Progress>,
     /// Signalled when the goal is verified.
@@ -59,6 +62,7 @@ impl ScriptedAgent {
         api: ApiClient,
         executor: Arc<Executor>,
         store: Store,
+        clock: Arc<dyn Clock>,
         timeline: Arc<Timeline>,
     ) -> Self {
         Self {
@@ -66,6 +70,7 @@ impl ScriptedAgent {
             api,
             executor,
             store,
+            clock,
             timeline,
             progress: Mutex::new(Progress::default()),
             finished: Notify::new(),
@@ -100,7 +105,7 @@ impl ScriptedAgent {
     async fn say(&self, text: &str) -> anyhow::Result<()> {
         self.timeline.record(Actor::Agent, text);
         self.store
-            .append_turn(self.session, Role::Assistant, text, SystemClock.now())
+            .append_turn(self.session, Role::Assistant, text, self.clock.now())
             .await?;
         Ok(())
     }

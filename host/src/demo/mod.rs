@@ -24,16 +24,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::agent::{WebhookAgent, WebhookConfig};
-use crate::api::{self, AppState};
 use crate::clock::{Clock, SystemClock};
-use crate::metrics::Metrics;
-use crate::policy::{Limits, PolicyRuntime};
+use crate::server::{serve_http, ServeConfig, Server};
 use crate::store::{DeliveryKind, DeliveryState, Role, Store};
-use crate::worker::{Rescuer, Worker, WorkerConfig};
+use crate::worker::WorkerConfig;
 
 use agent::{ScriptedAgent, PLAN};
 use client::ApiClient;
@@ -63,133 +61,154 @@ pub fn run() -> Result<DemoSummary> {
 }
 
 /// The replay itself, with the timeline it prints to; tests call this.
+///
+/// The system is the one `serve` runs ([`Server`]), configured as an
+/// operator would (the runtime's webhook, a token, a quick poll), on the
+/// system clock the scripted runtime also writes its turns with: the count
+/// of operator messages after approval compares the two.
 pub async fn replay(timeline: Arc<Timeline>) -> Result<DemoSummary> {
     let dir = tempfile::tempdir().context("create a temporary directory")?;
-    let url = format!("sqlite:{}", dir.path().join("demo.db").display());
-    let store = Store::connect(&url)
+    // The runtime's webhook, where the scripted agent lives.
+    let hook_listener = bind("the agent webhook").await?;
+    let hook_addr = hook_listener.local_addr()?;
+    // nomos-continue's API.
+    let api_listener = bind("the API").await?;
+    let api_addr = api_listener.local_addr()?;
+    let token = format!("demo-{}", Uuid::new_v4().simple());
+    let config = ServeConfig {
+        database_url: format!("sqlite:{}", dir.path().join("demo.db").display()),
+        token: Some(token.clone()),
+        agent_webhook: Some(format!("http://{hook_addr}/hooks/nomos")),
+        worker: WorkerConfig {
+            poll_interval: Duration::from_millis(250),
+            ..WorkerConfig::default()
+        },
+        rescue_interval: Duration::from_secs(5),
+        ..ServeConfig::default()
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let server = Server::connect(config)
         .await
-        .context("open the demo database")?;
-    store.migrate().await.context("migrate the demo database")?;
+        .context("open the demo database")?
+        .with_clock(clock.clone());
+    let store = server.store().clone();
+    let stage = Stage {
+        store: store.clone(),
+        clock,
+        timeline,
+        api: ApiClient::new(format!("http://{api_addr}"), token),
+        session: Uuid::new_v4(),
+    };
     let shutdown = CancellationToken::new();
-    let result = run_scenario(&store, timeline, &shutdown).await;
+    let result = async {
+        let running = server.start(api_listener, shutdown.clone()).await?;
+        stage.timeline.record(Actor::System, format!("API on http://{api_addr}, agent webhook on http://{hook_addr}, SQLite store, built-in policy"));
+        let played = stage.play(hook_listener, &shutdown).await;
+        shutdown.cancel();
+        let stopped = running.wait().await;
+        let fixes = played?;
+        stopped?;
+        let summary = stage.summarize(fixes).await?;
+        print_summary(&summary);
+        Ok::<_, anyhow::Error>(summary)
+    }
+    .await;
     shutdown.cancel();
     store.close().await;
     result
 }
 
-async fn run_scenario(
-    store: &Store,
+async fn bind(what: &str) -> Result<TcpListener> {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .with_context(|| format!("bind {what}"))
+}
+
+/// What the scenario plays on: the system's store and clock, the runtime's
+/// client of its API, and the operator's session.
+struct Stage {
+    store: Store,
+    clock: Arc<dyn Clock>,
     timeline: Arc<Timeline>,
-    shutdown: &CancellationToken,
-) -> Result<DemoSummary> {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let metrics = Arc::new(Metrics::default());
-    let policy =
-        Arc::new(PolicyRuntime::new(Limits::default()).context("load the built-in policy")?);
-    let token = format!("demo-{}", Uuid::new_v4().simple());
-    let session = Uuid::new_v4();
-    let mut tasks = tokio::task::JoinSet::new();
+    api: ApiClient,
+    session: Uuid,
+}
 
-    // The runtime's webhook, where the scripted agent lives.
-    let hook_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("bind the agent webhook")?;
-    let hook_addr = hook_listener.local_addr()?;
-    // nomos-continue's API.
-    let api_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("bind the API")?;
-    let api_addr = api_listener.local_addr()?;
-    let api_client = ApiClient::new(format!("http://{api_addr}"), token.clone());
+impl Stage {
+    /// The operator's request and approval, then the scripted runtime until
+    /// the goal is verified and every delivery settled. Returns the fixes
+    /// the agent found.
+    async fn play(&self, hook_listener: TcpListener, shutdown: &CancellationToken) -> Result<u32> {
+        let executor = Arc::new(Executor::new(self.api.clone(), self.timeline.clone()));
+        let agent = Arc::new(ScriptedAgent::new(
+            self.session,
+            self.api.clone(),
+            executor.clone(),
+            self.store.clone(),
+            self.clock.clone(),
+            self.timeline.clone(),
+        ));
+        let hook = tokio::spawn(serve_http(
+            hook_listener,
+            agent.clone().router(),
+            shutdown.clone(),
+        ));
 
-    let executor = Arc::new(Executor::new(api_client.clone(), timeline.clone()));
-    let agent = Arc::new(ScriptedAgent::new(
-        session,
-        api_client.clone(),
-        executor.clone(),
-        store.clone(),
-        timeline.clone(),
-    ));
-    let hook_shutdown = shutdown.clone();
-    let hook_app = agent.clone().router();
-    tasks.spawn(async move {
-        let _ = axum::serve(hook_listener, hook_app)
-            .with_graceful_shutdown(async move { hook_shutdown.cancelled().await })
-            .await;
-    });
+        let request = "Provision a web server: a container web-01 with nginx serving on 10.0.0.7.";
+        self.store
+            .append_turn(self.session, Role::User, request, self.clock.now())
+            .await?;
+        self.timeline.record(Actor::Operator, request);
+        self.timeline.record(
+            Actor::Agent,
+            format!("Proposed plan: {}.", PLAN.join(" → ")),
+        );
+        self.api.approve(self.session, "button").await?;
+        self.timeline.record(
+            Actor::Operator,
+            "approved the plan (button); nomos-continue opened a 30-minute assent window",
+        );
+        agent.begin().await?;
 
-    let webhook = WebhookAgent::new(WebhookConfig::new(format!(
-        "http://{hook_addr}/hooks/nomos"
-    )))
-    .context("configure the webhook")?;
-    let config = WorkerConfig {
-        poll_interval: Duration::from_millis(250),
-        ..WorkerConfig::default()
-    };
-    let worker = Worker::new(
-        store.clone(),
-        policy.clone(),
-        Arc::new(webhook),
-        clock.clone(),
-        config,
-        metrics.clone(),
-    );
-    tasks.spawn(worker.clone().run(shutdown.clone()));
-    tasks.spawn(
-        Rescuer::new(
-            store.clone(),
-            clock.clone(),
-            metrics.clone(),
-            Duration::from_secs(5),
-        )
-        .run(shutdown.clone()),
-    );
-    let state = AppState {
-        store: store.clone(),
-        policy,
-        clock: clock.clone(),
-        metrics,
-        wake: worker.waker(),
-        token: Some(token),
-    };
-    let api_shutdown = shutdown.clone();
-    tasks.spawn(async move {
-        let _ = axum::serve(api_listener, api::router(state))
-            .with_graceful_shutdown(async move { api_shutdown.cancelled().await })
-            .await;
-    });
-    timeline.record(Actor::System, format!("API on http://{api_addr}, agent webhook on http://{hook_addr}, SQLite store, built-in policy"));
-
-    let request = "Provision a web server: a container web-01 with nginx serving on 10.0.0.7.";
-    store
-        .append_turn(session, Role::User, request, clock.now())
-        .await?;
-    timeline.record(Actor::Operator, request);
-    timeline.record(
-        Actor::Agent,
-        format!("Proposed plan: {}.", PLAN.join(" → ")),
-    );
-    api_client.approve(session, "button").await?;
-    timeline.record(
-        Actor::Operator,
-        "approved the plan (button); nomos-continue opened a 30-minute assent window",
-    );
-    agent.begin().await?;
-
-    let reached = tokio::time::timeout(DEADLINE, agent.finished.notified())
-        .await
-        .is_ok();
-    executor.finish().await;
-    // Let the last continuation's delivery be marked before counting.
-    wait_until_settled(store, session).await?;
-    shutdown.cancel();
-    while tasks.join_next().await.is_some() {}
-    if !reached {
-        bail!("the goal was not reached within {DEADLINE:?}");
+        let reached = tokio::time::timeout(DEADLINE, agent.finished.notified())
+            .await
+            .is_ok();
+        executor.finish().await;
+        // Let the last continuation's delivery be marked before counting.
+        wait_until_settled(&self.store, self.session).await?;
+        shutdown.cancel();
+        let _ = hook.await;
+        if !reached {
+            bail!("the goal was not reached within {DEADLINE:?}");
+        }
+        Ok(agent.fixes())
     }
-    let summary = summarize(store, session, &timeline, agent.fixes()).await?;
-    print_summary(&summary);
-    Ok(summary)
+
+    /// Counts everything from the store: links, the ledger, the chat turns.
+    async fn summarize(&self, fixes: u32) -> Result<DemoSummary> {
+        let (store, session) = (&self.store, self.session);
+        let summary = store.session_summary(session).await?;
+        let window = summary.window.context("the session has no window")?;
+        let continuations = summary
+            .deliveries
+            .iter()
+            .filter(|d| d.kind == DeliveryKind::Continuation && d.state == DeliveryState::Delivered)
+            .count();
+        let operator_messages_after_approval = store
+            .turns(session)
+            .await?
+            .iter()
+            .filter(|t| t.role == Role::User && t.created_at >= window.opened_at)
+            .count();
+        Ok(DemoSummary {
+            plan_steps: PLAN.len(),
+            fixes,
+            executions: summary.links.len(),
+            continuations,
+            operator_messages_after_approval,
+            events: self.timeline.events().len(),
+        })
+    }
 }
 
 /// Waits (bounded) until no delivery of the session is pending.
@@ -202,36 +221,6 @@ async fn wait_until_settled(store: &Store, session: Uuid) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     bail!("deliveries of session {session} still pending")
-}
-
-/// Counts everything from the store: links, the ledger, the chat turns.
-async fn summarize(
-    store: &Store,
-    session: Uuid,
-    timeline: &Timeline,
-    fixes: u32,
-) -> Result<DemoSummary> {
-    let summary = store.session_summary(session).await?;
-    let window = summary.window.context("the session has no window")?;
-    let continuations = summary
-        .deliveries
-        .iter()
-        .filter(|d| d.kind == DeliveryKind::Continuation && d.state == DeliveryState::Delivered)
-        .count();
-    let operator_messages_after_approval = store
-        .turns(session)
-        .await?
-        .iter()
-        .filter(|t| t.role == Role::User && t.created_at >= window.opened_at)
-        .count();
-    Ok(DemoSummary {
-        plan_steps: PLAN.len(),
-        fixes,
-        executions: summary.links.len(),
-        continuations,
-        operator_messages_after_approval,
-        events: timeline.events().len(),
-    })
 }
 
 fn print_summary(s: &DemoSummary) {

@@ -1,4 +1,4 @@
-//! The store as the `chatWith` adapter's [`ChatHistory`]: replies appended
+//! The chat history `chatWith` replays (`agent::history` adapts it): replies appended
 //! once per continuation key, and operator notices kept where the replay
 //! never looks (migration 024).
 //!
@@ -12,7 +12,6 @@
 //! are neither the operator's words nor the agent's; in `nomos_notices`,
 //! which [`Store::turns`] never reads, they cannot reach the model.
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
@@ -22,7 +21,6 @@ use super::dialect::{query, trunc};
 use super::turns::TURN_COLS;
 use super::types::{Role, Turn};
 use super::{Result, Store, StoreError};
-use crate::agent::{ChatHistory, ChatTurn, HistoryError};
 
 const NOTICE_COLS: &str = "id, session_id, idempotency_key, message, created_at";
 
@@ -137,62 +135,5 @@ impl Store {
             format!("SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = $1 ORDER BY id");
         let rows = query(sql).bind(session_id).fetch_all(self).await?;
         rows.iter().map(notice).collect()
-    }
-}
-
-/// Malformed input is the caller's bug and cannot heal; anything else (a
-/// lost connection, a busy database) may pass, so the delivery is retried.
-fn history_error(e: StoreError) -> HistoryError {
-    match e {
-        StoreError::InvalidUuid(_)
-        | StoreError::InvalidValue { .. }
-        | StoreError::Corrupt { .. } => HistoryError::Invalid(e.to_string()),
-        other => HistoryError::Unavailable(other.to_string()),
-    }
-}
-
-/// The store is the history `chatWith` replays. The trait passes no time,
-/// so rows are stamped with the host's wall clock when written; the typed
-/// functions above take `now` for callers with their own clock.
-#[async_trait]
-impl ChatHistory for Store {
-    async fn turns(&self, session: Uuid) -> Result<Vec<ChatTurn>, HistoryError> {
-        let turns = Store::turns(self, session).await.map_err(history_error)?;
-        Ok(turns
-            .into_iter()
-            .map(|t| ChatTurn::new(t.role.as_str(), t.content))
-            .collect())
-    }
-
-    async fn has_reply(&self, session: Uuid, idempotency_key: &str) -> Result<bool, HistoryError> {
-        Store::has_reply(self, session, idempotency_key)
-            .await
-            .map_err(history_error)
-    }
-
-    async fn append_assistant(
-        &self,
-        session: Uuid,
-        content: &str,
-        idempotency_key: &str,
-    ) -> Result<(), HistoryError> {
-        let now = Utc::now();
-        self.append_turn_once(session, Role::Assistant, content, idempotency_key, now)
-            .await
-            .map(|_| ())
-            .map_err(history_error)
-    }
-
-    async fn append_notice(
-        &self,
-        session: Uuid,
-        message: &str,
-        idempotency_key: &str,
-    ) -> Result<(), HistoryError> {
-        let now = Utc::now();
-        Store::append_notice(self, session, message, idempotency_key, now)
-            .await
-            .map(|_| ())
-            .map_err(history_error)
     }
 }

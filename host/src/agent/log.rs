@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::agent::{Agent, AgentError, Continuation, Notice};
+use super::{Agent, AgentError, Continuation, Notice};
 
 /// Prints instead of calling an agent.
 pub struct LogAgent;

@@ -1,0 +1,80 @@
+//! What a process is told: the settings [`super::serve`] builds everything
+//! from, with the defaults `nomos-continue serve` starts with.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::policy::Limits;
+use crate::worker::WorkerConfig;
+
+/// The default database: an SQLite file in the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite:nomos-continue.db";
+/// The model `chatWith` asks for when none is named: a common name that
+/// OpenAI and most compatible servers (vLLM, llama.cpp aliases) accept;
+/// local servers usually want `--openai-model` set to what they serve.
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
+/// How often a running process refreshes its worker registration.
+pub const DEFAULT_WORKER_HEARTBEAT: Duration = Duration::from_secs(5);
+/// Age of a registration's last heartbeat after which its process counts as
+/// dead and a new process may take the worker id over: three heartbeats, so
+/// one late or lost heartbeat (a slow database, a reconnect) does not free
+/// the id of a live process.
+pub const DEFAULT_WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
+
+/// Everything a process can be told. Where the API listens is not here:
+/// the caller binds the listener and hands it over.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub database_url: String,
+    pub token: Option<String>,
+    /// Where continuations are POSTed (the runtime's webhook).
+    pub agent_webhook: Option<String>,
+    /// The bearer token for the webhook.
+    pub agent_token: Option<String>,
+    /// An OpenAI-compatible chat endpoint for the built-in `chatWith`
+    /// (history from the store); exclusive with `agent_webhook`.
+    pub agent_openai: Option<String>,
+    /// The `model` of every chat request.
+    pub openai_model: String,
+    /// Sent as the chat endpoint's bearer token.
+    pub openai_key: Option<String>,
+    /// A policy file, watched for changes; `None` is the built-in policy.
+    pub policy: Option<PathBuf>,
+    pub worker: WorkerConfig,
+    pub limits: Limits,
+    /// How often the policy file and the database's active revision are
+    /// checked.
+    pub policy_poll: Duration,
+    pub rescue_interval: Duration,
+    /// How often the worker registration's heartbeat is written.
+    pub worker_heartbeat: Duration,
+    /// How old a registration's heartbeat must be before another process
+    /// may take its worker id over; also how long a restart under the id of
+    /// a process killed without shutting down is refused. Several heartbeats.
+    pub worker_stale_after: Duration,
+    /// LISTEN for PostgreSQL wake-ups; `false` leaves the worker to its
+    /// poll (and the API's in-process signal).
+    pub wake_listener: bool,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            database_url: DEFAULT_DATABASE_URL.into(),
+            token: None,
+            agent_webhook: None,
+            agent_token: None,
+            agent_openai: None,
+            openai_model: DEFAULT_OPENAI_MODEL.into(),
+            openai_key: None,
+            policy: None,
+            worker: WorkerConfig::default(),
+            limits: Limits::default(),
+            policy_poll: Duration::from_secs(2),
+            rescue_interval: Duration::from_secs(15),
+            worker_heartbeat: DEFAULT_WORKER_HEARTBEAT,
+            worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
+            wake_listener: true,
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The one assembly of the system: the worker, the rescuer, the policy
+//! watchers, the worker registration and the API, wired over one store,
+//! one policy runtime and one clock, until a shutdown token is cancelled.
+//!
+//! `nomos-continue serve` calls [`serve`]; the demo and the tests build a
+//! [`Server`] and replace the parts they stage (the agent, the clock, the
+//! policy runtime) before starting it, so every caller runs the same wiring.
+//!
+//! - `config`: [`ServeConfig`] and its defaults.
+//! - `parts`: the policy, agent and clock a config names.
+//! - `registration`: the worker id's registration and the upkeep tasks.
+
+mod config;
+mod parts;
+mod registration;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::agent::Agent;
+use crate::api::{self, AppState};
+use crate::clock::Clock;
+use crate::deploy::{PolicyDeployment, WatchOutcome};
+use crate::metrics::Metrics;
+use crate::policy::PolicyRuntime;
+use crate::store::Store;
+use crate::worker::{spawn_pg_listener, Rescuer, Worker};
+
+pub use config::{
+    ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL, DEFAULT_WORKER_HEARTBEAT,
+    DEFAULT_WORKER_STALE_AFTER,
+};
+
+/// Builds everything from `config`, serves the API on `listener` and runs
+/// until `shutdown` is cancelled (or the worker id is taken over); then
+/// finishes deliveries in flight, unregisters and closes the store. Prints
+/// one line with the address once the first requests can be decided.
+pub async fn serve(
+    listener: TcpListener,
+    config: ServeConfig,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let server = Server::connect(config).await?;
+    let store = server.store().clone();
+    let stopped = async {
+        let running = server.start(listener, shutdown).await?;
+        println!(
+            "nomos-continue listening on http://{} (worker {}, policy {})",
+            running.addr(),
+            running.worker_id(),
+            running.policy().active_revision().short()
+        );
+        running.wait().await
+    }
+    .await;
+    store.close().await;
+    stopped
+}
+
+/// Serves `app` on `listener` until `shutdown`, letting requests in flight
+/// finish: the API's and any HTTP endpoint a caller stands up beside it.
+pub async fn serve_http(
+    listener: TcpListener,
+    app: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+/// The system before it starts: a store and a configuration, with every
+/// other part either injected or (at [`Server::start`]) built from the
+/// configuration as `serve` builds it.
+pub struct Server {
+    config: ServeConfig,
+    store: Store,
+    policy: Option<Arc<PolicyRuntime>>,
+    agent: Option<Arc<dyn Agent>>,
+    clock: Option<Arc<dyn Clock>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Server {
+    /// Connects to `config.database_url` and migrates it.
+    pub async fn connect(config: ServeConfig) -> Result<Self> {
+        let store = Store::connect(&config.database_url)
+            .await
+            .context("connect to the database")?;
+        store.migrate().await.context("migrate the database")?;
+        Ok(Self::new(config, store))
+    }
+
+    /// Over a store the caller opened (and migrated); `config.database_url`
+    /// is not used.
+    pub fn new(config: ServeConfig, store: Store) -> Self {
+        Self {
+            config,
+            store,
+            policy: None,
+            agent: None,
+            clock: None,
+            metrics: Arc::new(Metrics::default()),
+        }
+    }
+
+    /// Calls this agent instead of the adapter the configuration names.
+    pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Acts on this clock instead of the database's (which is then neither
+    /// read nor resynchronised).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Runs this policy runtime instead of loading the configured policy
+    /// (tests share one compiled runtime; compiling is slow).
+    pub fn with_policy(mut self, policy: Arc<PolicyRuntime>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// The store every part uses.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Builds the parts not injected, registers the worker id, converges on
+    /// the policy revision the database names, and starts every task. Fails
+    /// (with nothing left registered or running) if a part cannot be built
+    /// or another live process holds the worker id.
+    pub async fn start(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<Running> {
+        let Server {
+            config,
+            store,
+            policy,
+            agent,
+            clock,
+            metrics,
+        } = self;
+        let mut tasks = JoinSet::new();
+        let policy = match policy {
+            Some(policy) => policy,
+            None => Arc::new(parts::load_policy(&config)?),
+        };
+        let clock: Arc<dyn Clock> = match clock {
+            Some(clock) => clock,
+            None => {
+                let synced = parts::database_clock(&store).await?;
+                tasks.spawn(registration::resync_clock(
+                    synced.clone(),
+                    store.clone(),
+                    shutdown.clone(),
+                ));
+                synced
+            }
+        };
+        let agent = match agent {
+            Some(agent) => agent,
+            None => parts::build_agent(&config, &store, clock.clone())?,
+        };
+        let worker = Worker::new(
+            store.clone(),
+            policy.clone(),
+            agent,
+            clock.clone(),
+            config.worker.clone(),
+            metrics.clone(),
+        );
+        let addr = listener.local_addr().context("bound address")?;
+
+        // Registered after the last start-up step that can fail, so a failed
+        // start leaves no registration behind; before the worker starts.
+        let worker_id = config.worker.worker_id.clone();
+        let instance = Uuid::new_v4();
+        // (On failure, dropping `tasks` stops the clock's resync.)
+        registration::register(
+            &store,
+            &worker_id,
+            instance,
+            clock.now(),
+            config.worker_stale_after,
+        )
+        .await?;
+
+        // The database decides which revision runs (see `deploy`). Both
+        // looks happen once before anything is served, so the first decision
+        // is made by the revision this replica converges on.
+        let deployment = PolicyDeployment::new(policy.clone(), store.clone(), clock.clone());
+        let mut file_watcher = config
+            .policy
+            .as_ref()
+            .map(|path| deployment.watch_file(path.clone(), config.policy_poll));
+        if let Some(watcher) = file_watcher.as_mut() {
+            if let WatchOutcome::Failed(why) = watcher.run_once().await {
+                tracing::warn!("policy file at start-up: {why}");
+            }
+        }
+        let mut db_watcher = deployment.watch_database(config.policy_poll);
+        if let WatchOutcome::Failed(why) = db_watcher.run_once().await {
+            tracing::warn!("database policy at start-up: {why}");
+        }
+
+        let heartbeat = tokio::spawn(registration::keep_registered(
+            store.clone(),
+            clock.clone(),
+            worker_id.clone(),
+            instance,
+            config.worker_heartbeat,
+            shutdown.clone(),
+        ));
+        if config.wake_listener {
+            if let Some(listening) = spawn_pg_listener(&store, worker.waker(), shutdown.clone()) {
+                tasks.spawn(async move {
+                    let _ = listening.await;
+                });
+            }
+        }
+        tasks.spawn(worker.clone().run(shutdown.clone()));
+        let rescuer = Rescuer::new(
+            store.clone(),
+            clock.clone(),
+            metrics.clone(),
+            config.rescue_interval,
+        );
+        tasks.spawn(rescuer.run(shutdown.clone()));
+        if let Some(watcher) = file_watcher {
+            tasks.spawn(watcher.run(shutdown.clone()));
+        }
+        tasks.spawn(db_watcher.run(shutdown.clone()));
+
+        let state = AppState {
+            store: store.clone(),
+            policy: policy.clone(),
+            clock,
+            metrics,
+            wake: worker.waker(),
+            token: config.token.clone(),
+        };
+        let api = tokio::spawn(serve_http(listener, api::router(state), shutdown.clone()));
+        Ok(Running {
+            addr,
+            worker_id,
+            instance,
+            store,
+            policy,
+            shutdown,
+            api,
+            heartbeat,
+            tasks,
+        })
+    }
+}
+
+/// The system while it runs; [`Running::wait`] is its end.
+pub struct Running {
+    addr: SocketAddr,
+    worker_id: String,
+    instance: Uuid,
+    store: Store,
+    policy: Arc<PolicyRuntime>,
+    shutdown: CancellationToken,
+    api: JoinHandle<std::io::Result<()>>,
+    heartbeat: JoinHandle<Result<()>>,
+    tasks: JoinSet<()>,
+}
+
+impl Running {
+    /// Where the API listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The worker id this process registered.
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// The policy runtime (its active revision may change while it runs).
+    pub fn policy(&self) -> &Arc<PolicyRuntime> {
+        &self.policy
+    }
+
+    /// Waits until the API stops (the shutdown token, or a failure), then
+    /// stops everything else, lets deliveries in flight finish and frees the
+    /// worker id. The store stays open for the caller.
+    pub async fn wait(mut self) -> Result<()> {
+        let served = match self.api.await {
+            Ok(served) => served.context("serve the API"),
+            Err(e) => Err(anyhow::Error::new(e).context("the API task failed")),
+        };
+        self.shutdown.cancel();
+        while self.tasks.join_next().await.is_some() {}
+        let kept = self
+            .heartbeat
+            .await
+            .context("the worker heartbeat task failed")
+            .and_then(|kept| kept);
+        let worker_id = &self.worker_id;
+        if let Err(e) = self.store.unregister_worker(worker_id, self.instance).await {
+            tracing::warn!(worker = %worker_id, "could not unregister the worker id: {e}");
+        }
+        kept?;
+        served
+    }
+}

@@ -1,0 +1,76 @@
+//! The parts a [`ServeConfig`] names, built the way `serve` builds them when
+//! the caller injects none: the policy, the agent adapter and the clock.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use super::ServeConfig;
+use crate::agent::{
+    Agent, ChatAgent, ChatConfig, LogAgent, StoreHistory, WebhookAgent, WebhookConfig,
+};
+use crate::clock::{Clock, OffsetClock, SystemClock};
+use crate::policy::watch::read_policy_file;
+use crate::policy::PolicyRuntime;
+use crate::store::Store;
+
+/// The policy file named by `config`, or the built-in policy.
+pub(super) fn load_policy(config: &ServeConfig) -> Result<PolicyRuntime> {
+    match &config.policy {
+        None => PolicyRuntime::new(config.limits.clone()).context("load the built-in policy"),
+        Some(path) => {
+            let bytes = read_policy_file(path)?;
+            PolicyRuntime::with_policy(config.limits.clone(), &bytes)
+                .with_context(|| format!("load the policy {}", path.display()))
+        }
+    }
+}
+
+/// The webhook, `chatWith` over the store's history (stamped by `clock`),
+/// or (neither set) the agent that prints. Both set is refused rather than
+/// one silently winning.
+pub(super) fn build_agent(
+    config: &ServeConfig,
+    store: &Store,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn Agent>> {
+    match (&config.agent_webhook, &config.agent_openai) {
+        (Some(_), Some(_)) => {
+            anyhow::bail!("--agent-webhook and --agent-openai exclude each other")
+        }
+        (Some(url), None) => {
+            let mut webhook = WebhookConfig::new(url.clone());
+            webhook.token = config.agent_token.clone();
+            Ok(Arc::new(
+                WebhookAgent::new(webhook).context("configure the agent webhook")?,
+            ))
+        }
+        (None, Some(url)) => {
+            let mut chat = ChatConfig::new(url.clone(), config.openai_model.clone());
+            chat.api_key = config.openai_key.clone();
+            let history = Arc::new(StoreHistory::new(store.clone(), clock));
+            let agent = ChatAgent::new(chat, history).context("configure chatWith")?;
+            tracing::info!(
+                endpoint = agent.endpoint(),
+                "chatWith: history from the store"
+            );
+            Ok(Arc::new(agent))
+        }
+        (None, None) => {
+            tracing::warn!("no agent configured: continuations are printed on stdout");
+            Ok(Arc::new(LogAgent))
+        }
+    }
+}
+
+/// The system clock corrected to the database's: windows are timed by one
+/// clock on every replica (see [`OffsetClock`]).
+pub(super) async fn database_clock(store: &Store) -> Result<Arc<OffsetClock>> {
+    let clock = Arc::new(OffsetClock::new(Arc::new(SystemClock)));
+    let offset = clock
+        .sync(store.database_now())
+        .await
+        .context("read the database's clock")?;
+    tracing::info!(%offset, "timing windows by the database's clock");
+    Ok(clock)
+}
