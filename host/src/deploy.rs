@@ -77,6 +77,7 @@ pub struct PolicyDeployment {
 }
 
 impl PolicyDeployment {
+    /// The deployment of `runtime`'s policy through `store`, stamping records with `clock`.
     pub fn new(runtime: Arc<PolicyRuntime>, store: Store, clock: Arc<dyn Clock>) -> Self {
         Self {
             policy: PolicyHandle::from(&runtime),

@@ -22,6 +22,8 @@
 //! - [`demo`]: the seed's scenario replayed end to end (`nomos-continue demo`).
 //! - [`commands`]: the subcommands of the `nomos-continue` binary.
 
+#![deny(missing_docs)]
+
 pub mod agent;
 pub mod api;
 pub mod clock;

@@ -23,17 +23,20 @@ use uuid::Uuid;
 /// One finished execution, as reported to the agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExecutionReport {
+    /// The execution id.
     pub id: Uuid,
     /// The runtime's status string, verbatim.
     pub status: String,
     /// `completed`, `failed` or `cancelled`, as the policy classified it.
     pub outcome: String,
+    /// Its output (cut in the middle if over the size limit).
     pub result: String,
 }
 
 /// A re-invocation of the agent for one session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Continuation {
+    /// The chat session to re-invoke.
     pub session_id: Uuid,
     /// The same for every redelivery of this continuation, so the runtime
     /// can drop duplicates after a crash between its reply and our commit.
@@ -51,9 +54,11 @@ pub struct Continuation {
 /// dropped because the window closed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Notice {
+    /// The chat session the notice is about.
     pub session_id: Uuid,
     /// Stable across redeliveries, like a continuation's.
     pub idempotency_key: String,
+    /// What the operator is told, in one paragraph.
     pub message: String,
 }
 

@@ -44,11 +44,17 @@ const DEADLINE: Duration = Duration::from_secs(45);
 /// What the demo counted from the ledger at the end.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DemoSummary {
+    /// Steps of the plan the operator approved.
     pub plan_steps: usize,
+    /// Failures the agent diagnosed and fixed.
     pub fixes: u32,
+    /// Executions linked to the session.
     pub executions: usize,
+    /// Continuations delivered to the agent.
     pub continuations: usize,
+    /// Messages the operator had to type after approving (the point: 0).
     pub operator_messages_after_approval: usize,
+    /// Lines of the printed timeline.
     pub events: usize,
 }
 

@@ -7,9 +7,13 @@ use std::time::Instant;
 /// Who did something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Actor {
+    /// The person who approved the plan.
     Operator,
+    /// The scripted agent.
     Agent,
+    /// The fake runtime running the executions.
     Executor,
+    /// nomos-continue itself.
     System,
 }
 
@@ -27,8 +31,11 @@ impl Actor {
 /// One line of the timeline.
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// Milliseconds since the timeline started.
     pub millis: u128,
+    /// Who did it.
     pub actor: Actor,
+    /// What happened.
     pub text: String,
 }
 
@@ -40,6 +47,7 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// An empty timeline; `quiet` records without printing (for tests).
     pub fn new(quiet: bool) -> Self {
         Self {
             start: Instant::now(),
@@ -48,6 +56,7 @@ impl Timeline {
         }
     }
 
+    /// Records (and unless quiet, prints) one event.
     pub fn record(&self, actor: Actor, text: impl Into<String>) {
         let event = Event {
             millis: self.start.elapsed().as_millis(),
@@ -67,6 +76,7 @@ impl Timeline {
         }
     }
 
+    /// Every event so far, in order.
     pub fn events(&self) -> Vec<Event> {
         self.events.lock().map(|e| e.clone()).unwrap_or_default()
     }

@@ -29,10 +29,19 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 /// are one document or an array of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
+    /// The execution ids a tool result names.
     ExtractIds,
+    /// Whether a status is terminal.
     Classify,
-    Decide { batch: bool },
+    /// One decision (`decide`), or one per input of an array
+    /// (`decide-batch`).
+    Decide {
+        /// The input and the answer are arrays.
+        batch: bool,
+    },
+    /// The SOUL text.
     Soul,
+    /// The policy's name, version and contract.
     Describe,
 }
 
@@ -65,20 +74,26 @@ impl Command {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
     #[error("cannot read stdin: {0}")]
+    /// Standard input could not be read.
     Read(String),
     #[error("input is larger than {MAX_INPUT} bytes")]
+    /// The input is over the size limit.
     TooLarge,
     #[error("input is not UTF-8: {0}")]
+    /// The input is not text.
     NotUtf8(String),
     #[error("invalid decision input: {0}")]
+    /// The decision input is not valid JSON of the contract.
     Input(String),
     #[error("invalid decision inputs: {0}")]
+    /// The batch of decision inputs is not a valid JSON array of them.
     Inputs(String),
     /// The policy failed the call (typed path only: under `wasmtime run`
     /// the same failure is a trap).
     #[error("policy failed: {0}")]
     Policy(String),
     #[error("cannot write the answer as JSON: {0}")]
+    /// The answer could not be written as JSON.
     Output(String),
 }
 

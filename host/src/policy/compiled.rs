@@ -24,6 +24,7 @@ const COMPATIBLE_PREFIX: &str = "nomos:continuation/policy@0.1.";
 pub struct Revision(pub String);
 
 impl Revision {
+    /// The revision of these component bytes (their SHA-256, hex).
     pub fn of(bytes: &[u8]) -> Self {
         Revision(hex::encode(Sha256::digest(bytes)))
     }

@@ -42,8 +42,11 @@ pub enum Expected {
 pub struct GoldenCase {
     /// `COMMAND/NAME`, for reports.
     pub name: String,
+    /// The command it runs (its folder).
     pub command: Command,
+    /// What is fed on stdin.
     pub input: String,
+    /// The answer, or the error, it must give.
     pub expected: Expected,
     /// The `.in` file, so a runner can feed it to another process and
     /// `BLESS=1` can rewrite the expectation next to it.
@@ -53,8 +56,11 @@ pub struct GoldenCase {
 /// What one run of a command printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseOutput {
+    /// The exit status.
     pub exit_code: i32,
+    /// Standard output.
     pub stdout: String,
+    /// Standard error.
     pub stderr: String,
 }
 
@@ -62,13 +68,18 @@ pub struct CaseOutput {
 #[derive(Debug, thiserror::Error)]
 pub enum GoldenError {
     #[error("cannot read {path}: {source}")]
+    /// A file or folder could not be read.
     Io {
+        /// Which.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
     #[error("{0}: has neither a .out nor a .err expectation (run with BLESS=1 to create one)")]
+    /// A case without an expected answer.
     NoExpectation(PathBuf),
     #[error("{0} holds no golden cases")]
+    /// A golden folder with no cases.
     Empty(PathBuf),
 }
 

@@ -65,8 +65,11 @@ pub enum PolicyError {
     #[error("policy rejected: {}", .0.join("; "))]
     Rejected(Vec<String>),
     #[error("cannot read policy {path}: {source}")]
+    /// A policy file could not be read.
     Read {
+        /// The file.
         path: String,
+        /// Why.
         source: std::io::Error,
     },
 }

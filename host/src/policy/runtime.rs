@@ -24,18 +24,24 @@ pub const DEFAULT_FALLBACK_AFTER: u32 = 3;
 /// An answer and the revision that gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evaluated<T> {
+    /// The revision that answered (it may have been swapped since).
     pub revision: Revision,
+    /// The answer, or why the policy failed.
     pub value: Result<T, PolicyFailure>,
 }
 
 /// Counters for `/metrics`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PolicyStats {
+    /// Calls into the policy.
     pub evaluations: u64,
     /// Failures by [`PolicyFailure::kind`].
     pub failures: BTreeMap<&'static str, u64>,
+    /// Revisions activated.
     pub swaps: u64,
+    /// Candidates refused by the checks before activation.
     pub rejected_candidates: u64,
+    /// Returns to the last good revision after repeated faults.
     pub fallbacks: u64,
 }
 

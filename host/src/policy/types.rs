@@ -28,7 +28,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(try_from = "String")]
 pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z.
     pub seconds: i64,
+    /// The fraction of the second, `0..1_000_000_000`.
     pub nanoseconds: u32,
 }
 
@@ -60,7 +62,9 @@ impl TryFrom<String> for Timestamp {
 /// Whether a status string is terminal, and how it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusClass {
+    /// Still running (or unknown to the policy): wait.
     NonTerminal,
+    /// Finished, with this outcome.
     Terminal(Outcome),
 }
 
@@ -86,8 +90,11 @@ impl Serialize for StatusClass {
 /// [`Outcome::as_str`] can look its word up by discriminant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
+    /// It finished and did what it was asked.
     Completed,
+    /// It finished with an error.
     Failed,
+    /// It was stopped before it finished.
     Cancelled,
 }
 
@@ -108,8 +115,11 @@ impl Outcome {
 /// Who a policy is; shown by `policy check`, the API and the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PolicyInfo {
+    /// The policy's name.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// The contract it implements, `nomos:continuation@<semver>`.
     pub contract: String,
 }
 
@@ -117,8 +127,11 @@ pub struct PolicyInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalRoute {
+    /// The approve button of the chat client.
     Button,
+    /// A chat message the runtime read as approval.
     Chat,
+    /// A call of the HTTP API.
     Api,
 }
 
@@ -126,8 +139,11 @@ pub enum ApprovalRoute {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
+    /// When the operator approved.
     pub opened_at: Timestamp,
+    /// When automatic continuation stops (at most 30 minutes later).
     pub expires_at: Timestamp,
+    /// How the operator approved.
     pub route: ApprovalRoute,
 }
 
@@ -136,10 +152,14 @@ pub struct Window {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Execution {
+    /// The execution id (a lowercase UUID).
     pub id: String,
+    /// The status string as the runtime reported it.
     pub status: String,
     #[serde(default, deserialize_with = "null_as_empty")]
+    /// Its output so far (`null` reads as empty).
     pub result: String,
+    /// When it reported a terminal status, if it has.
     pub finished_at: Option<Timestamp>,
 }
 
@@ -159,12 +179,15 @@ pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Session {
+    /// The session id.
     pub id: String,
+    /// Its assent window, if one is open or was; absent if never approved or denied.
     pub window: Option<Window>,
     /// Required: a missing count must not read as zero and defeat the loop
     /// guard.
     pub continuations_in_window: u32,
     #[serde(default)]
+    /// The other executions linked to the session that have not finished.
     pub still_running: Vec<String>,
 }
 
@@ -172,10 +195,14 @@ pub struct Session {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionInput {
+    /// The time the host decides at (the policy reads no clock).
     pub now: Timestamp,
+    /// The execution to decide about.
     pub execution: Execution,
+    /// Its session.
     pub session: Session,
     #[serde(default)]
+    /// How many times the host already tried, and failed, to deliver a continuation for it.
     pub attempts: u32,
 }
 
@@ -184,9 +211,18 @@ pub struct DecisionInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
+    /// Do nothing now; decide again when something changes.
     Wait,
-    Continue { note: String },
-    Drop { reason: String },
+    /// Re-invoke the agent with this note.
+    Continue {
+        /// What the agent is told.
+        note: String,
+    },
+    /// Do not continue it; the operator is told why.
+    Drop {
+        /// Why, in words for the operator.
+        reason: String,
+    },
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::PolicyError;
 /// Golden cases a candidate must reproduce exactly, on top of the probes.
 #[derive(Debug, Clone, Default)]
 pub struct Vetting {
+    /// The cases.
     pub cases: Vec<GoldenCase>,
 }
 

@@ -25,7 +25,9 @@ pub const DEFAULT_WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 /// the caller binds the listener and hands it over.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// `postgres://…` or `sqlite:…`.
     pub database_url: String,
+    /// The API's bearer token; `None` leaves the API open (loopback use).
     pub token: Option<String>,
     /// Where continuations are POSTed (the runtime's webhook).
     pub agent_webhook: Option<String>,
@@ -40,11 +42,14 @@ pub struct ServeConfig {
     pub openai_key: Option<String>,
     /// A policy file, watched for changes; `None` is the built-in policy.
     pub policy: Option<PathBuf>,
+    /// The worker's settings.
     pub worker: WorkerConfig,
+    /// The policy sandbox's limits.
     pub limits: Limits,
     /// How often the policy file and the database's active revision are
     /// checked.
     pub policy_poll: Duration,
+    /// How often the rescuer looks for expired leases.
     pub rescue_interval: Duration,
     /// How often the worker registration's heartbeat is written.
     pub worker_heartbeat: Duration,
