@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-/// Intervals `[from, until)` during which each session's window was open.
+/// An interval `[from, until)`.
+type Span = (DateTime<Utc>, DateTime<Utc>);
+
+/// Intervals during which each session's window was open.
 #[derive(Debug, Default)]
 pub struct Windows {
-    open: HashMap<Uuid, Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+    open: HashMap<Uuid, Vec<Span>>,
 }
 
 impl Windows {
