@@ -1,26 +1,20 @@
 //! Continuation policy revisions and the active one.
 
 use chrono::{DateTime, Utc};
-use sha2::{Digest, Sha256};
 
 use super::decode::RowExt;
 use super::dialect::{query, trunc};
 use super::types::{ActivePolicy, PolicyRevision};
 use super::{Result, Store, StoreError};
 
-/// The SHA-256 of a policy component as lowercase hex: its revision id.
-pub fn policy_hash(wasm: &[u8]) -> String {
-    hex::encode(Sha256::digest(wasm))
-}
-
 impl Store {
     /// Stores a policy revision (validated by the caller beforehand).
     ///
-    /// `hash` must be [`policy_hash`] of `wasm`, else
-    /// [`StoreError::InvalidValue`]: a revision id that lies about its bytes
-    /// would make recorded decisions unverifiable. Saving the same bytes
-    /// again is a no-op; returns whether a new row was written. Saving does
-    /// not activate: see [`Store::activate_policy`].
+    /// `hash` is the revision id the caller computed from `wasm` (the
+    /// policy deployment, with the sandbox's one hash of a component): the
+    /// store keeps rows and does not hash components again. Saving the same
+    /// bytes again is a no-op; returns whether a new row was written. Saving
+    /// does not activate: see [`Store::activate_policy`].
     pub async fn save_policy_revision(
         &self,
         hash: &str,
@@ -29,13 +23,6 @@ impl Store {
         version: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let actual = policy_hash(wasm);
-        if hash != actual {
-            return Err(StoreError::InvalidValue {
-                field: "hash",
-                reason: format!("is not the SHA-256 of the wasm ({actual})"),
-            });
-        }
         let n = query(
             "INSERT INTO nomos_policy_revisions (hash, wasm, name, version, created_at) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (hash) DO NOTHING",

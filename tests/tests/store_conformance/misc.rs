@@ -3,9 +3,8 @@
 use std::str::FromStr;
 
 use chrono::Duration;
-use nomos_continue::store::{
-    parse_uuid, policy_hash, Role, Route, Store, StoreError, WAKE_CHANNEL,
-};
+use nomos_continue::policy::Revision;
+use nomos_continue::store::{parse_uuid, Role, Route, Store, StoreError, WAKE_CHANNEL};
 use uuid::Uuid;
 
 use super::{at, planned, read_execution, ready_session, t0};
@@ -307,11 +306,7 @@ pub async fn turns_keep_order(store: Store) {
 
 pub async fn policy_revisions_and_activation(store: Store) {
     let (a, b) = (b"policy a".to_vec(), b"policy b".to_vec());
-    let (ha, hb) = (policy_hash(&a), policy_hash(&b));
-    assert!(matches!(
-        store.save_policy_revision(&hb, &a, "p", "1", t0()).await,
-        Err(StoreError::InvalidValue { field: "hash", .. })
-    ));
+    let (ha, hb) = (Revision::of(&a).0, Revision::of(&b).0);
     assert_eq!(store.active_policy().await.unwrap(), None);
     assert!(matches!(
         store.activate_policy(&ha, t0()).await,
