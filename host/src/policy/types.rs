@@ -28,9 +28,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(try_from = "String")]
 pub struct Timestamp {
-    /// Whole seconds since 1970-01-01T00:00:00Z.
+    /// Seconds since the Unix epoch.
     pub seconds: i64,
-    /// The fraction of the second, `0..1_000_000_000`.
+    /// Below one second, in nanoseconds.
     pub nanoseconds: u32,
 }
 
@@ -62,9 +62,9 @@ impl TryFrom<String> for Timestamp {
 /// Whether a status string is terminal, and how it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusClass {
-    /// Still running (or unknown to the policy): wait.
+    /// Not finished: the host waits for another report.
     NonTerminal,
-    /// Finished, with this outcome.
+    /// Finished: the host plans or drops it.
     Terminal(Outcome),
 }
 
@@ -90,11 +90,11 @@ impl Serialize for StatusClass {
 /// [`Outcome::as_str`] can look its word up by discriminant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
-    /// It finished and did what it was asked.
+    /// Succeeded.
     Completed,
-    /// It finished with an error.
+    /// Ended in an error the agent may diagnose.
     Failed,
-    /// It was stopped before it finished.
+    /// Stopped before the end.
     Cancelled,
 }
 
@@ -115,11 +115,11 @@ impl Outcome {
 /// Who a policy is; shown by `policy check`, the API and the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PolicyInfo {
-    /// The policy's name.
+    /// As the policy reports it in `describe`.
     pub name: String,
-    /// Its version.
+    /// Free text chosen by the policy author.
     pub version: String,
-    /// The contract it implements, `nomos:continuation@<semver>`.
+    /// `nomos:continuation@<semver>`; the host refuses another major.
     pub contract: String,
 }
 
@@ -127,11 +127,11 @@ pub struct PolicyInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalRoute {
-    /// The approve button of the chat client.
+    /// Recorded by the chat client's approve button.
     Button,
-    /// A chat message the runtime read as approval.
+    /// Recorded from a chat message read as approval.
     Chat,
-    /// A call of the HTTP API.
+    /// Recorded by a caller of the HTTP API.
     Api,
 }
 
@@ -139,11 +139,11 @@ pub enum ApprovalRoute {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
-    /// When the operator approved.
+    /// The approval's time, stamped by the replica that took it.
     pub opened_at: Timestamp,
-    /// When automatic continuation stops (at most 30 minutes later).
+    /// The end of automatic continuation, 30 minutes at most after approval.
     pub expires_at: Timestamp,
-    /// How the operator approved.
+    /// Which route recorded the approval.
     pub route: ApprovalRoute,
 }
 
@@ -152,14 +152,14 @@ pub struct Window {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Execution {
-    /// The execution id (a lowercase UUID).
+    /// Canonical lowercase UUID, as the host stores it.
     pub id: String,
-    /// The status string as the runtime reported it.
+    /// Verbatim from the runtime's last report.
     pub status: String,
     #[serde(default, deserialize_with = "null_as_empty")]
-    /// Its output so far (`null` reads as empty).
+    /// Cut in the middle by the host when over its size limit.
     pub result: String,
-    /// When it reported a terminal status, if it has.
+    /// Set by the first report classified as terminal.
     pub finished_at: Option<Timestamp>,
 }
 
@@ -179,15 +179,16 @@ pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Session {
-    /// The session id.
+    /// Canonical lowercase UUID.
     pub id: String,
-    /// Its assent window, if one is open or was; absent if never approved or denied.
+    /// The host leaves out a denied window, and one never approved.
     pub window: Option<Window>,
     /// Required: a missing count must not read as zero and defeat the loop
     /// guard.
     pub continuations_in_window: u32,
     #[serde(default)]
-    /// The other executions linked to the session that have not finished.
+    /// Linked executions of the session, other than this one, that have not
+    /// reported a terminal status.
     pub still_running: Vec<String>,
 }
 
@@ -195,14 +196,14 @@ pub struct Session {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionInput {
-    /// The time the host decides at (the policy reads no clock).
+    /// The host's clock at the pass (never before the window opened).
     pub now: Timestamp,
-    /// The execution to decide about.
+    /// What the runtime last reported.
     pub execution: Execution,
-    /// Its session.
+    /// Where it was linked.
     pub session: Session,
     #[serde(default)]
-    /// How many times the host already tried, and failed, to deliver a continuation for it.
+    /// Failed deliveries of a continuation for it so far.
     pub attempts: u32,
 }
 
@@ -211,16 +212,16 @@ pub struct DecisionInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
-    /// Do nothing now; decide again when something changes.
+    /// Not yet: the host asks again on a later pass.
     Wait,
-    /// Re-invoke the agent with this note.
+    /// The host plans a continuation carrying `note`.
     Continue {
-        /// What the agent is told.
+        /// Injected after the replayed history, never stored as a user turn.
         note: String,
     },
-    /// Do not continue it; the operator is told why.
+    /// The host settles the execution as dropped and sends one notice.
     Drop {
-        /// Why, in words for the operator.
+        /// The notice's explanation.
         reason: String,
     },
 }
