@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{at, planned, read_execution, ready_session, t0};
 
-const NOMOS_TABLES: [&str; 10] = [
+const NOMOS_TABLES: [&str; 11] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
@@ -20,6 +20,7 @@ const NOMOS_TABLES: [&str; 10] = [
     "nomos_plan_executions",
     "nomos_policy_active",
     "nomos_policy_revisions",
+    "nomos_status_classes",
     "nomos_workers",
 ];
 
@@ -38,8 +39,8 @@ pub async fn migrations_up_down_up(store: Store) {
         .filter(|m| m.migration_type.is_up_migration())
         .map(|m| m.version)
         .collect();
-    assert_eq!(ups, (17..=28).collect::<Vec<_>>());
-    for v in 17..=28 {
+    assert_eq!(ups, (17..=29).collect::<Vec<_>>());
+    for v in 17..=29 {
         assert!(
             migrator
                 .iter()
