@@ -117,7 +117,11 @@ impl Store {
                AND NOT EXISTS (SELECT 1 FROM nomos_status_classes c \
                                WHERE c.revision = $1 AND c.status = e.status) \
              ORDER BY e.status LIMIT $2";
-        let rows = query(SQL).bind(revision).bind(limit).fetch_all(self).await?;
+        let rows = query(SQL)
+            .bind(revision)
+            .bind(limit)
+            .fetch_all(self)
+            .await?;
         rows.iter().map(|r| r.text("status")).collect()
     }
 }

@@ -23,7 +23,10 @@ pub async fn status_classes_round_trip_per_revision(store: Store) {
         class("it's \"odd\" [é]", Some("cancelled")),
     ];
     assert_eq!(
-        store.save_status_classes("rev-a", &saved, t0()).await.unwrap(),
+        store
+            .save_status_classes("rev-a", &saved, t0())
+            .await
+            .unwrap(),
         3
     );
     let asked = texts(&["running", "done", "it's \"odd\" [é]", "unknown", "done"]);
@@ -41,10 +44,16 @@ pub async fn status_classes_round_trip_per_revision(store: Store) {
 
 pub async fn saving_a_class_again_keeps_the_first(store: Store) {
     let first = [class("done", Some("completed"))];
-    store.save_status_classes("rev", &first, t0()).await.unwrap();
+    store
+        .save_status_classes("rev", &first, t0())
+        .await
+        .unwrap();
     let again = [class("done", Some("failed")), class("new", None)];
     assert_eq!(
-        store.save_status_classes("rev", &again, at(1)).await.unwrap(),
+        store
+            .save_status_classes("rev", &again, at(1))
+            .await
+            .unwrap(),
         1
     );
     let read = store

@@ -146,14 +146,11 @@ pub async fn unknown_session_is_empty(store: Store) {
     let summary = store.session_summary(session).await.unwrap();
     assert!(summary.is_empty());
     assert_eq!(summary.session_id, session);
-    let snap = store
-        .session_snapshot(session, t0(), &|_| true)
-        .await
-        .unwrap();
+    let snap = store.session_snapshot(session, t0()).await.unwrap();
     assert_eq!(snap.window, None);
     assert!(!snap.window_open);
     assert_eq!(snap.continuations_in_window, 0);
-    assert!(snap.still_running.is_empty());
+    assert!(snap.unsettled.is_empty());
     assert!(store.turns(session).await.unwrap().is_empty());
     assert!(store
         .deliveries_for_session(session)
