@@ -21,6 +21,9 @@
 //! database each re-activated their own revision on every poll, and the
 //! file silently undid every upload.
 //!
+//! Whichever way a revision becomes active here, the statuses of pending
+//! work are classified under it at once (see [`crate::classes`]).
+//!
 //! Why a module of its own: the sandbox (`policy`) knows components, not the
 //! database; the store knows rows, not components. This is where the two
 //! meet.
@@ -31,6 +34,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::classes::StatusClasses;
 use crate::clock::Clock;
 use crate::policy::types::PolicyInfo;
 use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision};
@@ -116,7 +120,24 @@ impl PolicyDeployment {
             .save_policy_revision(&revision.0, &bytes, &info.name, &info.version, now)
             .await?;
         self.store.activate_policy(&revision.0, now).await?;
+        self.classify_pending().await;
         Ok((revision, info))
+    }
+
+    /// A swap reclassifies: the statuses of work still pending are
+    /// classified under the revision now active and kept, so the first pass
+    /// after the swap does not pay for them (classes are read under the
+    /// active revision, so the old revision's are not used either way). A
+    /// failure here is logged, not returned: the revision is active, and
+    /// each status is classified when it is next needed.
+    async fn classify_pending(&self) {
+        let classes =
+            StatusClasses::new(self.store.clone(), self.policy.clone(), self.clock.clone());
+        match classes.classify_pending().await {
+            Ok(0) => {}
+            Ok(asked) => tracing::info!(statuses = asked, "pending statuses classified"),
+            Err(e) => tracing::warn!("classify pending statuses under the new revision: {e}"),
+        }
     }
 
     /// A watcher of the policy file at `path`, looking every `interval`.
@@ -229,7 +250,10 @@ impl DbPolicyWatcher {
             return WatchOutcome::Unchanged;
         }
         match policy.activate(active.wasm).await {
-            Ok(Ok(rev)) => WatchOutcome::Activated(rev),
+            Ok(Ok(rev)) => {
+                self.deployment.classify_pending().await;
+                WatchOutcome::Activated(rev)
+            }
             Ok(Err(e)) => {
                 tracing::error!(revision = %active.hash, "database policy refused: {e}");
                 self.last_rejected = Some(active.hash.clone());

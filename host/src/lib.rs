@@ -8,6 +8,8 @@
 //! - [`deploy`]: which policy revision runs when a watched file, uploads
 //!   and the database all name one (the database decides), and the
 //!   watchers that converge on it.
+//! - [`classes`]: how the active revision classifies each status, asked of
+//!   the policy once and kept in the store.
 //! - [`store`]: every SQL query, for PostgreSQL and the embedded SQLite
 //!   default, and the migrations.
 //! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
@@ -26,6 +28,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod classes;
 pub mod clock;
 pub mod commands;
 pub mod demo;

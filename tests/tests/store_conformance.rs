@@ -7,6 +7,8 @@
 //! with a message when the server is unreachable, and fails under `CI=true`.
 //! No sleeps: time is injected through the `now` arguments.
 
+#[path = "store_conformance/classes.rs"]
+mod classes;
 #[path = "store_conformance/deliveries.rs"]
 mod deliveries;
 #[path = "store_conformance/executions.rs"]
@@ -60,6 +62,10 @@ nomos_continue_tests::on_both_stores! {
     deliveries::failed_attempts_give_up_and_settle => failed_attempts_give_up_and_settle,
     deliveries::release_expired_leases_counts => release_expired_leases_counts,
     deliveries::concurrent_claims_never_overlap => concurrent_claims_never_overlap,
+    classes::status_classes_round_trip_per_revision => status_classes_round_trip_per_revision,
+    classes::saving_a_class_again_keeps_the_first => saving_a_class_again_keeps_the_first,
+    classes::an_outcome_outside_the_contract_is_refused => an_outcome_outside_the_contract_is_refused,
+    classes::statuses_to_classify_are_those_of_pending_work_without_a_class => statuses_to_classify_are_those_of_pending_work_without_a_class,
 }
 
 // ---- shared helpers for the bodies ------------------------------------------

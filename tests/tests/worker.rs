@@ -5,6 +5,8 @@
 
 use std::sync::{Arc, OnceLock};
 
+#[path = "worker/classes.rs"]
+mod classes;
 #[path = "worker/promises.rs"]
 mod promises;
 #[path = "worker/races.rs"]

@@ -13,8 +13,9 @@ use uuid::Uuid;
 
 use super::error::{parse_id, parse_json, storable, ApiError};
 use super::AppState;
+use crate::classes::{ClassError, StatusClasses};
 use crate::deploy::{DeployError, PolicyDeployment};
-use crate::policy::types::{null_as_empty, StatusClass};
+use crate::policy::types::null_as_empty;
 use crate::policy::{PolicyHandle, PolicyTaskFailed};
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
 
@@ -147,12 +148,16 @@ pub(super) async fn record_execution(
     }
     storable("status", &status)?;
     storable("result", &result)?;
-    let class = PolicyHandle::from(&state.policy)
-        .classify(status.clone())
-        .await
-        .map_err(task_failed)?
-        .value;
-    let finished = matches!(class, Ok(StatusClass::Terminal(_)));
+    let classes = StatusClasses::new(
+        state.store.clone(),
+        PolicyHandle::from(&state.policy),
+        state.clock.clone(),
+    );
+    let finished = match classes.class(&status).await {
+        Ok(class) => class.is_terminal(),
+        Err(ClassError::Store(e)) => return Err(e.into()),
+        Err(ClassError::PolicyTask(e)) => return Err(task_failed(e)),
+    };
     let ReportOutcome { execution, applied } = state
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)

@@ -45,6 +45,13 @@ impl PolicyFailure {
         )
     }
 
+    /// True for a shortage (no sandbox slot was free): it says nothing
+    /// about the input, so the call is made again later, and its "answer"
+    /// is never kept.
+    pub fn is_shortage(&self) -> bool {
+        matches!(self, PolicyFailure::Instantiate(_))
+    }
+
     /// A short label for metrics.
     pub fn kind(&self) -> &'static str {
         match self {

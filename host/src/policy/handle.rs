@@ -13,7 +13,7 @@ use tokio::task::JoinError;
 
 use super::runtime::{Evaluated, PolicyRuntime};
 use super::types::{Decision, DecisionInput, PolicyInfo, StatusClass};
-use super::{PolicyError, PolicyFailure, Revision};
+use super::{PolicyError, Revision};
 
 /// The blocking task running a policy call died (a panic in the host's
 /// code or in the compiler; a failing *policy* is a [`PolicyFailure`]).
@@ -71,18 +71,19 @@ impl PolicyHandle {
 
     /// Each distinct status of `statuses` classified once, sorted, in one
     /// task: a pass or a folded continuation repeats a few statuses many
-    /// times.
+    /// times. Each answer carries the revision that gave it, so it can be
+    /// kept under that revision even if a swap lands mid-way.
     pub async fn classify_each(
         &self,
         mut statuses: Vec<String>,
-    ) -> Result<Vec<(String, Result<StatusClass, PolicyFailure>)>, PolicyTaskFailed> {
+    ) -> Result<Vec<(String, Evaluated<StatusClass>)>, PolicyTaskFailed> {
         statuses.sort();
         statuses.dedup();
         self.run(move |runtime| {
             statuses
                 .into_iter()
                 .map(|status| {
-                    let class = runtime.classify(&status).value;
+                    let class = runtime.classify(&status);
                     (status, class)
                 })
                 .collect()

@@ -110,6 +110,14 @@ impl Outcome {
         const WORDS: [&str; 3] = ["completed", "failed", "cancelled"];
         WORDS[self as usize]
     }
+
+    /// The outcome [`Outcome::as_str`] names, if any: how a stored class
+    /// is read back.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Completed, Self::Failed, Self::Cancelled]
+            .into_iter()
+            .find(|o| o.as_str() == word)
+    }
 }
 
 /// Who a policy is; shown by `policy check`, the API and the ledger.

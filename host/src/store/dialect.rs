@@ -55,6 +55,11 @@ pub(crate) fn from_micros(column: &'static str, m: i64) -> Result<DateTime<Utc>>
     })
 }
 
+/// Texts as a JSON array, the SQLite representation of a text list.
+fn json_texts(texts: &[String]) -> String {
+    serde_json::Value::from(texts).to_string()
+}
+
 /// The ids as a JSON array, the SQLite representation of a UUID list.
 fn json_ids(ids: &[Uuid]) -> String {
     let parts: Vec<String> = ids.iter().map(|id| format!("\"{id}\"")).collect();
@@ -71,8 +76,9 @@ impl Backend {
         }
     }
 
-    /// "is one of the ids in parameter `param`" (an [`Arg::Ids`]): `= ANY`
-    /// of the array on PostgreSQL, membership in the JSON array on SQLite.
+    /// "is one of the ids in parameter `param`" (an [`Arg::Ids`], or the
+    /// texts of an [`Arg::Texts`]): `= ANY` of the array on PostgreSQL,
+    /// membership in the JSON array on SQLite.
     pub(crate) fn in_ids(self, param: &str) -> String {
         match self {
             Self::Postgres => format!("= ANY({param})"),
@@ -103,6 +109,9 @@ pub(crate) enum Arg<'a> {
     /// A UUID list: `UUID[]` on PostgreSQL, a JSON array on SQLite.
     Ids(&'a [Uuid]),
     Text(&'a str),
+    OptText(Option<&'a str>),
+    /// A text list: `TEXT[]` on PostgreSQL, a JSON array on SQLite.
+    Texts(&'a [String]),
     Int(i32),
     BigInt(i64),
     Bool(bool),
@@ -124,6 +133,8 @@ arg_from!(
     Option<DateTime<Utc>> => OptTime,
     &'a [Uuid] => Ids,
     &'a str => Text,
+    Option<&'a str> => OptText,
+    &'a [String] => Texts,
     i32 => Int,
     i64 => BigInt,
     bool => Bool,
@@ -200,6 +211,8 @@ impl<'a> Query<'a> {
                 Arg::OptTime(v) => q.bind(v),
                 Arg::Ids(v) => q.bind(v),
                 Arg::Text(v) => q.bind(v),
+                Arg::OptText(v) => q.bind(v),
+                Arg::Texts(v) => q.bind(v),
                 Arg::Int(v) => q.bind(v),
                 Arg::BigInt(v) => q.bind(v),
                 Arg::Bool(v) => q.bind(v),
@@ -218,6 +231,8 @@ impl<'a> Query<'a> {
                 Arg::OptTime(v) => q.bind(v.map(micros)),
                 Arg::Ids(v) => q.bind(json_ids(v)),
                 Arg::Text(v) => q.bind(v),
+                Arg::OptText(v) => q.bind(v),
+                Arg::Texts(v) => q.bind(json_texts(v)),
                 Arg::Int(v) => q.bind(v),
                 Arg::BigInt(v) => q.bind(v),
                 Arg::Bool(v) => q.bind(v),

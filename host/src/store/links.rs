@@ -167,36 +167,27 @@ impl Store {
     }
 
     /// What the policy's decision input needs about a session at `now`: its
-    /// window, whether it is open, the loop-guard count, and the executions
-    /// still running.
+    /// window, whether it is open, the loop-guard count, and its unsettled
+    /// links with their statuses.
     ///
-    /// `is_terminal` is the policy's classifier (the store does not know which
-    /// status strings are terminal); an unsettled link whose execution has not
-    /// reported, or reported a non-terminal status, is "still running".
-    /// Two reads, not one snapshot: the result is advisory input for the
-    /// policy; the hard checks happen again in [`Store::plan_continuations`].
+    /// Which of those links are still running is left to the caller: the
+    /// store does not know which status strings are terminal (the worker
+    /// reads them from the stored classes). Two reads, not one snapshot: the
+    /// result is advisory input for the policy; the hard checks happen again
+    /// in [`Store::plan_continuations`].
     pub async fn session_snapshot(
         &self,
         session_id: Uuid,
         now: DateTime<Utc>,
-        is_terminal: &(dyn Fn(&str) -> bool + Send + Sync),
     ) -> Result<SessionSnapshot> {
         let window = self.window(session_id).await?;
-        let links = self.pending_links_for_session(session_id).await?;
-        let still_running = links
-            .iter()
-            .filter(|l| match &l.execution_status {
-                None => true,
-                Some(status) => !is_terminal(status),
-            })
-            .map(|l| l.execution_id)
-            .collect();
+        let unsettled = self.pending_links_for_session(session_id).await?;
         Ok(SessionSnapshot {
             session_id,
             window_open: window.as_ref().is_some_and(|w| w.is_open_at(now)),
             continuations_in_window: window.as_ref().map_or(0, |w| w.continuations),
             window,
-            still_running,
+            unsettled,
         })
     }
 

@@ -57,6 +57,8 @@ mod notices;
 pub use notices::NoticeAbout;
 mod settle;
 pub use settle::RetryOutcome;
+mod status_classes;
+pub use status_classes::StoredClass;
 mod decode;
 mod deliveries;
 mod dialect;

@@ -273,10 +273,11 @@ pub struct SessionSnapshot {
     pub window_open: bool,
     /// The window's continuation count (0 without a window).
     pub continuations_in_window: i32,
-    /// Unsettled links whose execution has not reported a terminal status
-    /// (per the caller's classifier) or has not reported at all, in link
-    /// order: "do not start them again".
-    pub still_running: Vec<Uuid>,
+    /// The session's unsettled links (pending or planned) with their
+    /// execution's status, in link order. Which of them are still running
+    /// is the policy's call, so the worker works it out from the classes
+    /// of these statuses (see `Store::status_classes`).
+    pub unsettled: Vec<Link>,
 }
 
 /// A row of `executions`.

@@ -8,15 +8,17 @@ use chrono::{DateTime, Utc};
 
 use super::{Worker, WorkerError};
 use crate::agent::{Continuation, ExecutionReport};
+use crate::classes::{still_running, Class};
 use crate::policy::types as t;
 use crate::store::{Delivery, ReadyLink};
 
 impl Worker {
     /// The agent's view of a continuation: each execution's latest status and
     /// result, and how the policy classifies it. The executions are loaded in
-    /// one query and each distinct status is classified once, in one
-    /// blocking task: a folded continuation costs one round trip, not one per
-    /// execution.
+    /// one query and each distinct status's class is read from those kept
+    /// for the active revision (the policy is asked only about a status it
+    /// has not classified): a folded continuation costs one round trip, not
+    /// one per execution.
     pub(super) async fn continuation(
         &self,
         delivery: &Delivery,
@@ -25,13 +27,13 @@ impl Worker {
         let loaded = self.store.executions(&delivery.execution_ids).await?;
         let statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
         let outcomes: HashMap<String, String> = self
-            .policy
-            .classify_each(statuses)
+            .classes
+            .classes(statuses)
             .await?
             .into_iter()
             .map(|(status, class)| {
                 let outcome = match class {
-                    Ok(t::StatusClass::Terminal(o)) => o.as_str(),
+                    Class::Terminal(o) => o.as_str(),
                     _ => "unknown",
                 };
                 (status, outcome.to_string())
@@ -87,8 +89,11 @@ impl Worker {
         let loaded = self.store.executions(&delivery.execution_ids).await?;
         let snapshot = self
             .store
-            .session_snapshot(delivery.session_id, now, &|_| true)
+            .session_snapshot(delivery.session_id, now)
             .await?;
+        // As before: only the links whose execution has not reported count
+        // as running here.
+        let running = still_running(&snapshot, |_| true);
         let inputs: Vec<t::DecisionInput> = loaded
             .into_iter()
             .map(|e| {
@@ -101,7 +106,7 @@ impl Worker {
                     updated_at: e.updated_at,
                     finished_at: e.finished_at,
                 };
-                let mut input = self.decision_input(&link, &snapshot, now);
+                let mut input = self.decision_input(&link, &snapshot, &running, now);
                 input.attempts = u32::try_from(failed).unwrap_or(0);
                 input
             })

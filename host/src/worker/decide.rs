@@ -4,28 +4,12 @@
 //! that fails is isolated, and a shortage (every sandbox slot busy) defers
 //! the chunk to the next pass instead of dropping it.
 
-use std::collections::HashMap;
-
 use super::{Worker, WorkerError};
 use crate::policy::types as t;
-use crate::policy::{PolicyFailure, PolicyRuntime};
+use crate::policy::PolicyRuntime;
 
 /// Decisions per sandbox call at most, whatever their size.
 const DECIDE_CHUNK: usize = 256;
-
-/// How the policy classified one status string.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Class {
-    /// Finished: the policy is asked to decide.
-    Terminal,
-    /// Not finished: waited for.
-    Running,
-    /// The policy failed on this string (a trap, a malformed answer): the
-    /// execution waits, and its operator is told once.
-    Unclassifiable(String),
-    /// No sandbox could be had: asked again on the next pass.
-    Deferred,
-}
 
 /// What became of one decision input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,26 +23,6 @@ pub(super) enum Verdict {
 }
 
 impl Worker {
-    /// Classifies each distinct status once.
-    pub(super) async fn classify_statuses(
-        &self,
-        statuses: Vec<String>,
-    ) -> Result<HashMap<String, Class>, WorkerError> {
-        let classified = self.policy.classify_each(statuses).await?;
-        Ok(classified
-            .into_iter()
-            .map(|(status, class)| {
-                let class = match class {
-                    Ok(t::StatusClass::Terminal(_)) => Class::Terminal,
-                    Ok(t::StatusClass::NonTerminal) => Class::Running,
-                    Err(f) if is_shortage(&f) => Class::Deferred,
-                    Err(f) => Class::Unclassifiable(f.to_string()),
-                };
-                (status, class)
-            })
-            .collect())
-    }
-
     /// One verdict per input, in order.
     pub(super) async fn decide_all(
         &self,
@@ -110,11 +74,6 @@ fn chunks(
     out
 }
 
-/// A failure that says nothing about the inputs: no sandbox slot was free.
-fn is_shortage(failure: &PolicyFailure) -> bool {
-    matches!(failure, PolicyFailure::Instantiate(_))
-}
-
 /// Decides `inputs` in one call; on a fault, halves and tries each half, so
 /// only the inputs the policy fails on alone are failed.
 fn decide_isolating(policy: &PolicyRuntime, inputs: &[t::DecisionInput], out: &mut Vec<Verdict>) {
@@ -126,7 +85,7 @@ fn decide_isolating(policy: &PolicyRuntime, inputs: &[t::DecisionInput], out: &m
                 .into_iter()
                 .map(|d| Verdict::Decided(d, revision.clone())),
         ),
-        Err(f) if is_shortage(&f) => out.extend(inputs.iter().map(|_| Verdict::Deferred)),
+        Err(f) if f.is_shortage() => out.extend(inputs.iter().map(|_| Verdict::Deferred)),
         Err(f) if inputs.len() == 1 => out.push(Verdict::Failed(
             format!("policy failed, so no automatic continuation: {f}"),
             revision,

@@ -40,6 +40,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
+use crate::classes::{ClassError, StatusClasses};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
@@ -60,6 +61,15 @@ pub enum WorkerError {
     #[error("policy task failed: {0}")]
     /// The blocking task that ran the policy panicked or was cancelled.
     PolicyTask(#[from] PolicyTaskFailed),
+}
+
+impl From<ClassError> for WorkerError {
+    fn from(error: ClassError) -> Self {
+        match error {
+            ClassError::Store(e) => Self::Store(e),
+            ClassError::PolicyTask(e) => Self::PolicyTask(e),
+        }
+    }
 }
 
 /// The worker's settings.
@@ -156,6 +166,8 @@ pub struct TickReport {
 pub struct Worker {
     pub(crate) store: Store,
     pub(crate) policy: PolicyHandle,
+    /// Status classes under the active revision, asked of the policy once.
+    pub(crate) classes: StatusClasses,
     pub(crate) agent: Arc<dyn Agent>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: WorkerConfig,
@@ -180,9 +192,11 @@ impl Worker {
         config: WorkerConfig,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let handle = PolicyHandle::from(&policy);
         Self {
+            classes: StatusClasses::new(store.clone(), handle.clone(), clock.clone()),
             store,
-            policy: PolicyHandle::from(&policy),
+            policy: handle,
             agent,
             clock,
             config,

@@ -8,8 +8,9 @@ use futures_util::stream::{self, StreamExt};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::decide::{Class, Verdict};
+use super::decide::Verdict;
 use super::{Worker, WorkerError};
+use crate::classes::{still_running, Class};
 use crate::policy::types as t;
 use crate::store::{
     ContinuationPlan, Notice, NoticeAbout, PlanOutcome, ReadyLink, SessionSnapshot, StoreError,
@@ -73,13 +74,12 @@ impl Worker {
             return Ok(report);
         }
         let statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
-        let classes = self.classify_statuses(statuses).await?;
-        let is_terminal = |status: &str| matches!(classes.get(status), Some(Class::Terminal));
+        let mut classes = self.classes.classes(statuses).await?;
 
         let mut by_session: BTreeMap<Uuid, Vec<&ReadyLink>> = BTreeMap::new();
         for link in &ready {
             match classes.get(&link.status).unwrap_or(&Class::Deferred) {
-                Class::Terminal => by_session.entry(link.session_id).or_default().push(link),
+                Class::Terminal(_) => by_session.entry(link.session_id).or_default().push(link),
                 Class::Running => report.waiting += 1,
                 Class::Deferred => report.deferred += 1,
                 Class::Unclassifiable(error) => {
@@ -91,25 +91,33 @@ impl Worker {
         // One snapshot per session, read concurrently (in order): on
         // PostgreSQL each is two round trips, and a pass may see thousands.
         let session_ids: Vec<Uuid> = by_session.keys().copied().collect();
-        let is_terminal = &is_terminal;
         let snapshots: Vec<Result<SessionSnapshot, StoreError>> = stream::iter(session_ids)
-            .map(|session_id| async move {
-                self.store
-                    .session_snapshot(session_id, now, is_terminal)
-                    .await
-            })
+            .map(|session_id| async move { self.store.session_snapshot(session_id, now).await })
             .buffered(self.plan_concurrency())
             .collect()
             .await;
+        let snapshots = snapshots.into_iter().collect::<Result<Vec<_>, _>>()?;
+        // A session's other unsettled links (planned ones, or ones beyond
+        // this pass's pages) may have statuses not seen above.
+        let unseen: Vec<String> = snapshots
+            .iter()
+            .flat_map(|s| s.unsettled.iter())
+            .filter_map(|l| l.execution_status.clone())
+            .filter(|status| !classes.contains_key(status))
+            .collect();
+        if !unseen.is_empty() {
+            classes.extend(self.classes.classes(unseen).await?);
+        }
+        let is_terminal = |status: &str| classes.get(status).is_some_and(Class::is_terminal);
         let mut inputs = Vec::new();
         let mut owners = Vec::new();
         let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
         for ((session_id, links), snapshot) in by_session.iter().zip(snapshots) {
-            let snapshot = snapshot?;
             sessions.entry(*session_id).or_default().window_seen =
                 snapshot.window.as_ref().map(|w| w.updated_at);
+            let running = still_running(&snapshot, is_terminal);
             for link in links {
-                inputs.push(self.decision_input(link, &snapshot, now));
+                inputs.push(self.decision_input(link, &snapshot, &running, now));
                 owners.push((*session_id, link.execution_id));
             }
         }
@@ -224,10 +232,14 @@ impl Worker {
         Ok(())
     }
 
+    /// The policy's input for one link of a session; `still_running` is the
+    /// session's (see [`still_running`]), of which the link itself is left
+    /// out.
     pub(super) fn decision_input(
         &self,
         link: &ReadyLink,
         snapshot: &SessionSnapshot,
+        still_running: &[Uuid],
         now: DateTime<Utc>,
     ) -> t::DecisionInput {
         // The host's "now" is never before the window's opening: the window
@@ -253,8 +265,7 @@ impl Worker {
                     .map(t::Window::from),
                 continuations_in_window: u32::try_from(snapshot.continuations_in_window)
                     .unwrap_or(0),
-                still_running: snapshot
-                    .still_running
+                still_running: still_running
                     .iter()
                     .filter(|id| **id != link.execution_id)
                     .map(Uuid::to_string)

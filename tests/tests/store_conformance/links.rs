@@ -1,6 +1,7 @@
 //! Linking, the pending-links poll, snapshots and dropping.
 
 use chrono::Duration;
+use nomos_continue::classes::still_running;
 use nomos_continue::store::{DeliveryKind, DeliveryState, LinkState, Notice, Route, Store};
 use uuid::Uuid;
 
@@ -107,15 +108,25 @@ pub async fn session_snapshot_lists_still_running(store: Store) {
         .await
         .unwrap();
     let terminal = |s: &str| s == "completed";
-    let snap = store
-        .session_snapshot(session, at(6), &terminal)
-        .await
-        .unwrap();
+    let snap = store.session_snapshot(session, at(6)).await.unwrap();
     assert!(snap.window_open);
     assert_eq!(snap.continuations_in_window, 0);
-    assert_eq!(snap.still_running, vec![e[1], e[2]]);
+    assert_eq!(still_running(&snap, terminal), vec![e[1], e[2]]);
+    let statuses: Vec<_> = snap
+        .unsettled
+        .iter()
+        .map(|l| (l.execution_id, l.execution_status.as_deref()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (e[0], Some("completed")),
+            (e[1], Some("running")),
+            (e[2], None)
+        ]
+    );
     let later = store
-        .session_snapshot(session, t0() + Duration::minutes(10), &terminal)
+        .session_snapshot(session, t0() + Duration::minutes(10))
         .await
         .unwrap();
     assert!(!later.window_open, "expires_at is exclusive");

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{at, planned, read_execution, ready_session, t0};
 
-const NOMOS_TABLES: [&str; 10] = [
+const NOMOS_TABLES: [&str; 11] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
@@ -19,6 +19,7 @@ const NOMOS_TABLES: [&str; 10] = [
     "nomos_plan_executions",
     "nomos_policy_active",
     "nomos_policy_revisions",
+    "nomos_status_classes",
     "nomos_workers",
 ];
 
@@ -37,8 +38,8 @@ pub async fn migrations_up_down_up(store: Store) {
         .filter(|m| m.migration_type.is_up_migration())
         .map(|m| m.version)
         .collect();
-    assert_eq!(ups, (17..=28).collect::<Vec<_>>());
-    for v in 17..=28 {
+    assert_eq!(ups, (17..=29).collect::<Vec<_>>());
+    for v in 17..=29 {
         assert!(
             migrator
                 .iter()
@@ -144,14 +145,11 @@ pub async fn unknown_session_is_empty(store: Store) {
     let summary = store.session_summary(session).await.unwrap();
     assert!(summary.is_empty());
     assert_eq!(summary.session_id, session);
-    let snap = store
-        .session_snapshot(session, t0(), &|_| true)
-        .await
-        .unwrap();
+    let snap = store.session_snapshot(session, t0()).await.unwrap();
     assert_eq!(snap.window, None);
     assert!(!snap.window_open);
     assert_eq!(snap.continuations_in_window, 0);
-    assert!(snap.still_running.is_empty());
+    assert!(snap.unsettled.is_empty());
     assert!(store.turns(session).await.unwrap().is_empty());
     assert!(store
         .deliveries_for_session(session)

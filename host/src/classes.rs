@@ -1,0 +1,189 @@
+//! The one answer to "what class is this status under the active policy
+//! revision?", for the API (a report), the worker's plan pass and delivery.
+//!
+//! A revision is a pure function of its bytes, so its class for a status
+//! never changes. [`StatusClasses`] reads the classes the store keeps per
+//! (revision, status) (migration 029), asks the policy only about the
+//! statuses that have none under the active revision, and keeps the
+//! answers. A status is thus classified once per revision, not on every
+//! report, pass and delivery; and because every read is keyed by the
+//! revision active at the time, a class of an older revision is never used
+//! after a swap. Deployment calls [`StatusClasses::classify_pending`] when a
+//! revision becomes active, so the first pass after a swap does not pay.
+//!
+//! Only answers are kept: a shortage (no sandbox free) and a policy failure
+//! are asked again next time, as before.
+//!
+//! Why a module of its own: the store may not know the policy and the
+//! policy may not know the store; this is where the two meet, as in
+//! [`crate::deploy`]. No in-memory cache sits in front of the table: one
+//! indexed read per pass is cheap, and a cache would have to follow swaps
+//! and fall-backs on every replica.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::policy::types::{Outcome, StatusClass};
+use crate::policy::{PolicyHandle, PolicyTaskFailed};
+use crate::store::{SessionSnapshot, Store, StoreError, StoredClass};
+
+/// The most statuses classified up front when a revision becomes active;
+/// any others are classified when a pass or a report first needs them.
+pub const CLASSIFY_PENDING_LIMIT: i64 = 1000;
+
+/// How the active revision classifies one status string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Class {
+    /// Finished, with this outcome: the policy is asked to decide.
+    Terminal(Outcome),
+    /// Not finished: waited for.
+    Running,
+    /// The policy failed on this string (a trap, a malformed answer): the
+    /// execution waits, and its operator is told once. Not kept: asked again.
+    Unclassifiable(String),
+    /// No sandbox could be had: asked again later. Not kept.
+    Deferred,
+}
+
+impl Class {
+    /// Whether the status is terminal.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Class::Terminal(_))
+    }
+
+    /// The row to keep for `status`, if this is an answer (not a failure).
+    fn stored(&self, status: &str) -> Option<StoredClass> {
+        let outcome = match self {
+            Class::Terminal(outcome) => Some(outcome.as_str().to_owned()),
+            Class::Running => None,
+            Class::Unclassifiable(_) | Class::Deferred => return None,
+        };
+        Some(StoredClass {
+            status: status.to_owned(),
+            outcome,
+        })
+    }
+}
+
+/// Why no classes could be had: nothing about the statuses themselves.
+#[derive(Debug, thiserror::Error)]
+pub enum ClassError {
+    /// The database failed reading or keeping classes.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The blocking task that ran the policy panicked or was cancelled.
+    #[error("policy task failed: {0}")]
+    PolicyTask(#[from] PolicyTaskFailed),
+}
+
+/// Classes of statuses under the active revision, kept in the store. Cheap
+/// to clone.
+#[derive(Clone)]
+pub struct StatusClasses {
+    store: Store,
+    policy: PolicyHandle,
+    clock: Arc<dyn Clock>,
+}
+
+impl StatusClasses {
+    /// Classes over this store and policy; `clock` stamps what is kept.
+    pub fn new(store: Store, policy: PolicyHandle, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            policy,
+            clock,
+        }
+    }
+
+    /// The class of one status (a report).
+    pub async fn class(&self, status: &str) -> Result<Class, ClassError> {
+        let mut classes = self.classes(vec![status.to_owned()]).await?;
+        Ok(classes.remove(status).unwrap_or(Class::Deferred))
+    }
+
+    /// The class of each distinct status of `statuses`: the kept ones read
+    /// under the active revision, the others asked of the policy in one
+    /// blocking task and kept under the revision that answered (a swap may
+    /// land in between; the answer is still that revision's).
+    pub async fn classes(
+        &self,
+        mut statuses: Vec<String>,
+    ) -> Result<HashMap<String, Class>, ClassError> {
+        statuses.sort();
+        statuses.dedup();
+        let mut out = HashMap::with_capacity(statuses.len());
+        if statuses.is_empty() {
+            return Ok(out);
+        }
+        let revision = self.policy.runtime().active_revision().0;
+        for kept in self.store.status_classes(&revision, &statuses).await? {
+            match kept.outcome.as_deref().map(Outcome::from_word) {
+                None => out.insert(kept.status, Class::Running),
+                Some(Some(outcome)) => out.insert(kept.status, Class::Terminal(outcome)),
+                // The table's check constraint rules this out; ask again.
+                Some(None) => continue,
+            };
+        }
+        let missing: Vec<String> = statuses
+            .into_iter()
+            .filter(|s| !out.contains_key(s))
+            .collect();
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let mut answers: BTreeMap<String, Vec<StoredClass>> = BTreeMap::new();
+        for (status, evaluated) in self.policy.classify_each(missing).await? {
+            let class = match evaluated.value {
+                Ok(StatusClass::Terminal(outcome)) => Class::Terminal(outcome),
+                Ok(StatusClass::NonTerminal) => Class::Running,
+                Err(f) if f.is_shortage() => Class::Deferred,
+                Err(f) => Class::Unclassifiable(f.to_string()),
+            };
+            if let Some(kept) = class.stored(&status) {
+                answers.entry(evaluated.revision.0).or_default().push(kept);
+            }
+            out.insert(status, class);
+        }
+        let now = self.clock.now();
+        for (revision, kept) in answers {
+            self.store
+                .save_status_classes(&revision, &kept, now)
+                .await?;
+        }
+        Ok(out)
+    }
+
+    /// Classifies, under the active revision, the statuses of unsettled
+    /// links it has no class for yet (at most [`CLASSIFY_PENDING_LIMIT`]):
+    /// what a swap calls, so work pending at the swap is classified by the
+    /// new revision at once. Returns how many statuses were asked about.
+    pub async fn classify_pending(&self) -> Result<usize, ClassError> {
+        let revision = self.policy.runtime().active_revision().0;
+        let statuses = self
+            .store
+            .statuses_to_classify(&revision, CLASSIFY_PENDING_LIMIT)
+            .await?;
+        let asked = statuses.len();
+        self.classes(statuses).await?;
+        Ok(asked)
+    }
+}
+
+/// The session's unsettled links still running, in link order: not reported
+/// yet, or reported a status `is_terminal` rejects. "Do not start them
+/// again", in the policy's decision input.
+pub fn still_running(snapshot: &SessionSnapshot, is_terminal: impl Fn(&str) -> bool) -> Vec<Uuid> {
+    snapshot
+        .unsettled
+        .iter()
+        .filter(|l| {
+            l.execution_status
+                .as_deref()
+                .is_none_or(|s| !is_terminal(s))
+        })
+        .map(|l| l.execution_id)
+        .collect()
+}
