@@ -85,35 +85,30 @@ async fn replicas_with_skewed_clocks_agree_on_the_window(store: Store) {
 /// rather than dropping it as "not open yet" (seen on PostgreSQL with three
 /// `serve` processes: a notice instead of the continuation).
 async fn a_replica_a_little_behind_the_approver_continues_at_once(store: Store) {
-    let approver_now = Utc::now();
-    let worker_clock = Arc::new(ManualClock::new(approver_now - Duration::milliseconds(50)));
-    let agent = Arc::new(RecordingAgent::default());
-    let worker = Worker::new(
-        store.clone(),
-        policy(),
-        agent.clone(),
-        worker_clock.clone(),
-        WorkerConfig::default(),
-        Arc::new(Metrics::default()),
-    );
-    let (session, id) = (Uuid::new_v4(), Uuid::new_v4());
-    store
-        .approve(session, Route::Button, approver_now, Duration::minutes(30))
+    let rig = Rig::new(store);
+    let now = rig.clock.now();
+    let id = Uuid::new_v4();
+    rig.store
+        .approve(
+            rig.session,
+            Route::Button,
+            now + Duration::milliseconds(50),
+            Duration::minutes(30),
+        )
         .await
         .expect("approve on the replica ahead");
-    let now = worker_clock.now();
-    store.link(session, &[id], now).await.expect("link");
-    store
+    rig.store.link(rig.session, &[id], now).await.expect("link");
+    rig.store
         .upsert_execution_status(id, "failed", "boom", now, true)
         .await
         .expect("report");
-    worker.run_once().await.expect("pass");
-    worker.run_once().await.expect("a notice, if any");
+    rig.worker.run_once().await.expect("pass");
+    rig.worker.run_once().await.expect("a notice, if any");
     assert_eq!(
-        (agent.continuations().len(), agent.notices().len()),
+        (rig.agent.continuations().len(), rig.agent.notices().len()),
         (1, 0),
         "{:?}",
-        agent.notices()
+        rig.agent.notices()
     );
 }
 
