@@ -1,4 +1,5 @@
--- Reverses 018.
+-- Reverses 018 (the indexes are 030-032's, dropped by their own down scripts).
+SET LOCAL lock_timeout = '500ms';
 ALTER TABLE nomos_plan_executions RESET (
     autovacuum_vacuum_scale_factor,
     autovacuum_vacuum_threshold,
@@ -7,9 +8,6 @@ ALTER TABLE nomos_plan_executions RESET (
     autovacuum_analyze_scale_factor,
     autovacuum_analyze_threshold
 );
-DROP INDEX IF EXISTS idx_nomos_plan_exec_delivery;
-DROP INDEX IF EXISTS idx_nomos_plan_exec_ready;
-DROP INDEX IF EXISTS idx_nomos_plan_exec_session;
 ALTER TABLE nomos_plan_executions
     DROP CONSTRAINT IF EXISTS nomos_plan_exec_settled_check,
     DROP CONSTRAINT IF EXISTS nomos_plan_exec_outcome_check,

@@ -1,5 +1,14 @@
 -- 018_link_state: what happened to each link.
 --
+-- Rewritten before the first release (nothing outside development ever
+-- applied the earlier text): it backfilled every settled history row, added
+-- two CHECK constraints that scanned the whole table and built three indexes,
+-- all in one transaction holding ACCESS EXCLUSIVE on the seed's table, which
+-- the runtime keeps inserting into (an insert waited 13 s at 1M rows). Now
+-- this migration only changes the catalog; the indexes are built
+-- CONCURRENTLY by 030-032 and the constraints validated by 033. From here
+-- on an applied migration is never edited: changes come as new migrations.
+--
 -- continued_at (from 017) is set when a link is *settled*: its result was fed
 -- back to the agent ('continued'), it was dropped by the policy or the host
 -- guards ('dropped', e.g. no open assent window, loop cap), or its delivery
@@ -8,49 +17,39 @@
 -- what moves the row out of the seed's partial index, so the pending query
 -- stays cheap however much history accumulates.
 --
+-- Rows settled before this migration (by the original Go worker) have
+-- continued_at set and outcome NULL. They are not rewritten (an UPDATE of
+-- millions of history rows would lock them and double the table's size in
+-- dead tuples): they are 'continued' by rule, and every store query that
+-- reads outcome says so (COALESCE(outcome, 'continued') on settled rows).
+--
 -- delivery_id is the continuation (nomos_deliveries.id) this link has been
 -- folded into; NULL = not yet planned. A planned link is still unsettled until
 -- its delivery completes or gives up. No FK, like 017: the link table must
 -- accept rows regardless of what else exists.
+
+-- Every statement below takes ACCESS EXCLUSIVE on nomos_plan_executions, if
+-- only for an instant (nullable columns without a default and NOT VALID
+-- constraints are catalog changes). While this transaction *waits* for that
+-- lock (behind a long transaction on the table), every insert queues behind
+-- it; the timeout bounds that wait, and `nomos-continue migrate` retries the
+-- migration a bounded number of times (SQLSTATE 55P03).
+SET LOCAL lock_timeout = '500ms';
+
 ALTER TABLE nomos_plan_executions
     ADD COLUMN IF NOT EXISTS delivery_id UUID,
     ADD COLUMN IF NOT EXISTS outcome TEXT,
     ADD COLUMN IF NOT EXISTS reason TEXT;
 
--- Rows continued before this migration (e.g. by the original Go worker) were
--- continued: record that so the invariant below holds for old history too.
-UPDATE nomos_plan_executions
-   SET outcome = 'continued'
- WHERE continued_at IS NOT NULL AND outcome IS NULL;
-
+-- NOT VALID: checked for every row written from now on, without scanning the
+-- history under this lock; 033 validates the existing rows under a lock that
+-- does not block writes. A settled row may lack an outcome (the legacy rule
+-- above); an outcome always means settled.
 ALTER TABLE nomos_plan_executions
     ADD CONSTRAINT nomos_plan_exec_outcome_check
-        CHECK (outcome IS NULL OR outcome IN ('continued', 'dropped', 'failed')),
+        CHECK (outcome IS NULL OR outcome IN ('continued', 'dropped', 'failed')) NOT VALID,
     ADD CONSTRAINT nomos_plan_exec_settled_check
-        CHECK ((continued_at IS NULL) = (outcome IS NULL));
-
--- The worker's poll (Store::pending_links_ready): unsettled, unplanned links
--- in (created_at, execution_id) order. The seed's index covers
--- continued_at IS NULL but not the order's tie-breaker nor delivery_id, so
--- with it the planner fetches and sorts every pending row before the LIMIT
--- (its statistics cannot see a few hundred NULLs among millions of rows, so
--- it believes there is one). This one is read in order, covers the columns
--- the poll needs (index-only scan), and stops after LIMIT rows. Partial, so
--- it holds only the links still waiting, however long the history (see
--- BENCHMARKS.md, "Claim query vs history size").
-CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_ready
-    ON nomos_plan_executions (created_at, execution_id) INCLUDE (session_id)
-    WHERE continued_at IS NULL AND delivery_id IS NULL;
-
--- Per-session listing (still-running executions, GET /v1/sessions/{id}).
-CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_session
-    ON nomos_plan_executions (session_id, created_at);
-
--- Settling a delivery touches its in-flight links only; partial so that it
--- holds just the handful of planned-but-unsettled rows.
-CREATE INDEX IF NOT EXISTS idx_nomos_plan_exec_delivery
-    ON nomos_plan_executions (delivery_id)
-    WHERE delivery_id IS NOT NULL AND continued_at IS NULL;
+        CHECK (outcome IS NULL OR continued_at IS NOT NULL) NOT VALID;
 
 -- Every link is inserted once and updated once or twice (planned, settled), so
 -- dead tuples accumulate at the rate links are created. The default

@@ -1,7 +1,4 @@
--- Reverses 018.
-DROP INDEX IF EXISTS idx_nomos_plan_exec_delivery;
-DROP INDEX IF EXISTS idx_nomos_plan_exec_ready;
-DROP INDEX IF EXISTS idx_nomos_plan_exec_session;
+-- Reverses 018 (the indexes are 030-032's, dropped by their own down scripts).
 ALTER TABLE nomos_plan_executions DROP COLUMN reason;
 ALTER TABLE nomos_plan_executions DROP COLUMN outcome;
 ALTER TABLE nomos_plan_executions DROP COLUMN delivery_id;

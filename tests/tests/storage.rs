@@ -1,10 +1,13 @@
 //! The store on both backends: conformance of every query, the
-//! set-at-a-time functions the worker uses, and the chat history.
+//! set-at-a-time functions the worker uses, the chat history, and the
+//! migrations on a live database.
 //! One binary for these (and one for each other group) so CI links four
 //! test binaries, not sixteen.
 
 #[path = "chat_history.rs"]
 mod chat_history;
+#[path = "live_migration.rs"]
+mod live_migration;
 #[path = "store_batch.rs"]
 mod store_batch;
 #[path = "store_conformance.rs"]

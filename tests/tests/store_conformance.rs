@@ -17,6 +17,8 @@ mod executions;
 mod faults;
 #[path = "store_conformance/links.rs"]
 mod links;
+#[path = "store_conformance/migrations.rs"]
+mod migrations;
 #[path = "store_conformance/misc.rs"]
 mod misc;
 #[path = "store_conformance/plan.rs"]
@@ -30,7 +32,9 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores! {
-    misc::migrations_up_down_up => migrations_up_down_up,
+    migrations::migrations_up_down_up => migrations_up_down_up,
+    migrations::a_newer_database_is_refused => a_newer_database_is_refused,
+    migrations::history_settled_before_018_reads_as_continued => history_settled_before_018_reads_as_continued,
     misc::malformed_input_is_typed => malformed_input_is_typed,
     misc::unknown_session_is_empty => unknown_session_is_empty,
     misc::approval_extension_keeps_opened_at_and_count => approval_extension_keeps_opened_at_and_count,

@@ -11,9 +11,24 @@ use super::types::{
 };
 use super::{dedup, Result, Store};
 
+/// How a link (alias `l`) was settled, NULL while it is not. Rows settled
+/// before migration 018 (by the original worker) have `continued_at` set and
+/// no `outcome`: they were continued. They are not backfilled (an UPDATE of
+/// the whole history would block the runtime's inserts), so every query that
+/// reads `outcome` reads it through this rule.
+macro_rules! link_outcome {
+    () => {
+        "CASE WHEN l.continued_at IS NOT NULL THEN COALESCE(l.outcome, 'continued') END"
+    };
+}
+pub(crate) use link_outcome;
+
 /// Link columns joined with the execution's status (alias `l` / `e`).
-pub(crate) const LINK_COLS: &str = "l.execution_id, l.session_id, l.created_at, l.continued_at, \
-     l.delivery_id, l.outcome, l.reason, e.status AS execution_status";
+pub(crate) const LINK_COLS: &str = concat!(
+    "l.execution_id, l.session_id, l.created_at, l.continued_at, l.delivery_id, ",
+    link_outcome!(),
+    " AS outcome, l.reason, e.status AS execution_status"
+);
 
 /// Pending-links query columns (alias `l` / `e`), with the fallbacks for a
 /// runtime's own `executions` relation (see [`Store::pending_links_ready`]).
@@ -107,7 +122,7 @@ impl Store {
     /// row, in link order `(created_at, execution_id)`, at most `limit`.
     ///
     /// Served by the partial index `idx_nomos_plan_exec_ready` (migration
-    /// 018: same predicate, read in order, index-only), so its cost depends
+    /// 030: same predicate, read in order, index-only), so its cost depends
     /// on `limit`, not on history (see BENCHMARKS.md). Statuses are returned raw: the policy decides
     /// what is terminal. Pass the [`ReadyLink::cursor`] of the last row as
     /// `after` to read the next page; links still running otherwise fill

@@ -64,6 +64,8 @@ mod deliveries;
 mod dialect;
 mod executions;
 mod links;
+mod migrate;
+pub use migrate::LOCK_ATTEMPTS;
 mod overview;
 mod plan;
 mod policies;
@@ -77,7 +79,6 @@ mod workers;
 use std::str::FromStr;
 
 use chrono::{DateTime, Duration, Utc};
-use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -102,14 +103,6 @@ pub const WAKE_CHANNEL: &str = "nomos_continue_wake";
 /// The design bounds automatic continuation to 30 minutes after the
 /// operator's approval; [`Store::approve`] refuses anything longer.
 pub const MAX_WINDOW: Duration = Duration::minutes(30);
-
-/// Migrations for PostgreSQL, embedded at build time from
-/// `migrations/postgres` (017 is the seed's link table).
-static PG_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
-
-/// Migrations for SQLite, embedded from `migrations/sqlite`; the same version
-/// numbers as PostgreSQL so both backends are always at the same schema step.
-static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
 
 /// Everything that can go wrong in the store.
 ///
@@ -157,6 +150,34 @@ pub enum StoreError {
     /// A migration failed or the applied migrations do not match these.
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database records a migration newer than any this binary embeds:
+    /// a newer release migrated it. Refused, because this code cannot know
+    /// what that schema means.
+    #[error(
+        "the database is at migration {database}, newer than this binary's latest ({binary}): \
+         it was migrated by a newer nomos-continue. Run that release (or a later one); to go \
+         back to this one, first revert the migrations after {binary} with the newer \
+         release's scripts (sqlx migrate revert --target-version {binary})"
+    )]
+    NewerSchema {
+        /// The highest version recorded in `_sqlx_migrations`.
+        database: i64,
+        /// The highest version this binary embeds.
+        binary: i64,
+    },
+    /// A migration kept timing out waiting for a table lock (its
+    /// `lock_timeout`, see `docs/operations.md`), so it was given up.
+    #[error(
+        "migration {version} could not take its table lock in {attempts} attempts: a long \
+         transaction holds a lock on the table (see pg_stat_activity and pg_locks); end it or \
+         run the migration again later. Nothing was changed by that migration"
+    )]
+    LockTimeout {
+        /// The migration that timed out.
+        version: i64,
+        /// How many times it was tried.
+        attempts: u32,
+    },
 }
 
 /// Shorthand used throughout the store.
@@ -266,51 +287,6 @@ impl Store {
             Db::Pg(pool) => sqlx::raw_sql(sql).execute(pool).await?.rows_affected(),
             Db::Lite(pool) => sqlx::raw_sql(sql).execute(pool).await?.rows_affected(),
         })
-    }
-
-    /// The embedded migrator for a backend, for tools that want to inspect
-    /// or run migrations themselves.
-    pub fn migrator(backend: Backend) -> &'static Migrator {
-        match backend {
-            Backend::Postgres => &PG_MIGRATOR,
-            Backend::Sqlite => &SQLITE_MIGRATOR,
-        }
-    }
-
-    /// Applies every pending migration (`nomos-continue migrate`). Idempotent;
-    /// the migrator records applied versions in `_sqlx_migrations`, exactly as
-    /// `sqlx migrate run --source migrations/<backend>` does, so either tool
-    /// can be used on the same database.
-    pub async fn migrate(&self) -> Result<()> {
-        match &self.db {
-            Db::Pg(pool) => PG_MIGRATOR.run(pool).await?,
-            Db::Lite(pool) => SQLITE_MIGRATOR.run(pool).await?,
-        }
-        Ok(())
-    }
-
-    /// Reverts applied migrations newer than `target` by running their down
-    /// scripts (`target = 0` reverts everything). For operators rolling back
-    /// and for the conformance suite, which checks that every down script runs.
-    pub async fn undo_migrations(&self, target: i64) -> Result<()> {
-        match &self.db {
-            Db::Pg(pool) => PG_MIGRATOR.undo(pool, target).await?,
-            Db::Lite(pool) => SQLITE_MIGRATOR.undo(pool, target).await?,
-        }
-        Ok(())
-    }
-
-    /// Versions recorded as applied, ascending (empty before the first
-    /// migration). Used by `status` and by tests after up/down/up.
-    pub async fn applied_migrations(&self) -> Result<Vec<i64>> {
-        let exists = self.tables().await?.iter().any(|t| t == "_sqlx_migrations");
-        if !exists {
-            return Ok(Vec::new());
-        }
-        let rows = query("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
-            .fetch_all(self)
-            .await?;
-        rows.iter().map(|r| r.bigint("version")).collect()
     }
 
     /// Names of the tables in the current schema (PostgreSQL) or file

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::decode::{self, RowExt};
 use super::deliveries::delivery_cols;
 use super::dialect::query;
+use super::links::link_outcome;
 use super::types::Delivery;
 use super::{Result, Store};
 
@@ -31,17 +32,27 @@ pub struct Overview {
     pub notices_delivered: i64,
 }
 
-const COUNTS: &str = "SELECT \
+/// The link counts read the outcome through `link_outcome!` (history
+/// settled before migration 018 counts as continued).
+const COUNTS: &str = concat!(
+    "SELECT \
     (SELECT COUNT(*) FROM nomos_plan_executions WHERE continued_at IS NULL) AS pending_links, \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'continued') AS continued_links, \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'dropped') AS dropped_links, \
-    (SELECT COUNT(*) FROM nomos_plan_executions WHERE outcome = 'failed') AS failed_links, \
+    (SELECT COUNT(*) FROM nomos_plan_executions l WHERE ",
+    link_outcome!(),
+    " = 'continued') AS continued_links, \
+    (SELECT COUNT(*) FROM nomos_plan_executions l WHERE ",
+    link_outcome!(),
+    " = 'dropped') AS dropped_links, \
+    (SELECT COUNT(*) FROM nomos_plan_executions l WHERE ",
+    link_outcome!(),
+    " = 'failed') AS failed_links, \
     (SELECT COUNT(*) FROM nomos_deliveries WHERE kind = 'continuation' AND state = 'delivered') \
       AS continuations_delivered, \
     (SELECT COUNT(*) FROM nomos_deliveries WHERE state = 'pending') AS deliveries_pending, \
     (SELECT COUNT(*) FROM nomos_deliveries WHERE state = 'failed') AS deliveries_failed, \
     (SELECT COUNT(*) FROM nomos_deliveries WHERE kind = 'notice' AND state = 'delivered') \
-      AS notices_delivered";
+      AS notices_delivered"
+);
 
 impl Store {
     /// Counts of links and deliveries by state, over every session.

@@ -1,4 +1,4 @@
-//! Migrations, bad input, windows, turns, policies, execution status.
+//! Bad input, windows, turns, policies, execution status.
 
 use std::str::FromStr;
 
@@ -8,74 +8,6 @@ use nomos_continue::store::{parse_uuid, Role, Route, Store, StoreError, WAKE_CHA
 use uuid::Uuid;
 
 use super::{at, planned, read_execution, ready_session, t0};
-
-const NOMOS_TABLES: [&str; 11] = [
-    "executions",
-    "nomos_assent_windows",
-    "nomos_chat_turns",
-    "nomos_deliveries",
-    "nomos_late_reports",
-    "nomos_notices",
-    "nomos_plan_executions",
-    "nomos_policy_active",
-    "nomos_policy_revisions",
-    "nomos_status_classes",
-    "nomos_workers",
-];
-
-async fn ours(store: &Store) -> Vec<String> {
-    let tables = store.tables().await.expect("tables");
-    tables
-        .into_iter()
-        .filter(|t| NOMOS_TABLES.contains(&t.as_str()))
-        .collect()
-}
-
-pub async fn migrations_up_down_up(store: Store) {
-    let migrator = Store::migrator(store.backend());
-    let ups: Vec<i64> = migrator
-        .iter()
-        .filter(|m| m.migration_type.is_up_migration())
-        .map(|m| m.version)
-        .collect();
-    assert_eq!(ups, (17..=29).collect::<Vec<_>>());
-    for v in 17..=29 {
-        assert!(
-            migrator
-                .iter()
-                .any(|m| m.version == v && m.migration_type.is_down_migration()),
-            "migration {v} has no down script"
-        );
-    }
-    assert_eq!(store.applied_migrations().await.unwrap(), ups);
-    assert_eq!(ours(&store).await, NOMOS_TABLES);
-
-    store.undo_migrations(20).await.expect("undo to 20");
-    assert_eq!(
-        store.applied_migrations().await.unwrap(),
-        vec![17, 18, 19, 20]
-    );
-    assert_eq!(
-        ours(&store).await,
-        [
-            "nomos_assent_windows",
-            "nomos_deliveries",
-            "nomos_plan_executions"
-        ]
-    );
-
-    store.undo_migrations(0).await.expect("undo all");
-    assert!(store.applied_migrations().await.unwrap().is_empty());
-    assert!(ours(&store).await.is_empty(), "{:?}", ours(&store).await);
-
-    store.migrate().await.expect("up again");
-    store.migrate().await.expect("up is idempotent");
-    assert_eq!(store.applied_migrations().await.unwrap(), ups);
-    assert_eq!(ours(&store).await, NOMOS_TABLES);
-    // The schema works after the round trip.
-    let (session, execs) = ready_session(&store, 1).await;
-    planned(&store, session, &execs, at(2)).await;
-}
 
 pub async fn malformed_input_is_typed(store: Store) {
     for bad in [

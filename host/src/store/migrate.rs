@@ -1,0 +1,245 @@
+//! Running the migrations, safely on a live database.
+//!
+//! The seed's link table is written by the runtime while `serve` starts and
+//! migrates, so the migrations must never make an insert wait long. The SQL
+//! does most of that (catalog-only changes under a short `lock_timeout`,
+//! indexes built `CONCURRENTLY`, constraints validated under a lock that
+//! does not block writes; see `docs/operations.md`). This module adds what
+//! SQL alone cannot:
+//!
+//! - **Retry on lock timeout.** A migration that gives up waiting for its
+//!   lock (SQLSTATE 55P03) has rolled back; it is run again, a bounded
+//!   number of times, then reported as [`StoreError::LockTimeout`].
+//! - **Interrupted index builds.** A `CREATE INDEX CONCURRENTLY` that was
+//!   interrupted leaves an INVALID index that `IF NOT EXISTS` would accept
+//!   as built. Before running, such a leftover named by a pending
+//!   no-transaction migration is dropped (under the migrator's lock, so it
+//!   is never another migrator's build in progress).
+//! - **A newer schema.** A database migrated by a newer release is refused
+//!   with both versions ([`StoreError::NewerSchema`]) rather than sqlx's
+//!   "previously applied but is missing".
+
+use std::time::Duration;
+
+use sqlx::migrate::{Migrate, MigrateError, Migrator};
+use sqlx::PgConnection;
+
+use super::decode::RowExt;
+use super::dialect::query;
+use super::{Backend, Db, Result, Store, StoreError};
+
+/// Migrations for PostgreSQL, embedded at build time from
+/// `migrations/postgres` (017 is the seed's link table).
+static PG_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Migrations for SQLite, embedded from `migrations/sqlite`; the same version
+/// numbers as PostgreSQL so both backends are always at the same schema step.
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+
+/// How many times [`Store::migrate`] runs the migrations when one of them
+/// times out waiting for a lock. With [`FIRST_BACKOFF`] doubling up to
+/// [`MAX_BACKOFF`], about half a minute in all: long enough to outlast a
+/// typical long report query, short enough that a stuck deploy says so.
+pub const LOCK_ATTEMPTS: u32 = 8;
+
+/// The pause after the first lock timeout; doubled after each further one.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest pause between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// PostgreSQL's `lock_not_available`, raised when `lock_timeout` expires.
+const LOCK_NOT_AVAILABLE: &str = "55P03";
+
+impl Store {
+    /// The embedded migrator for a backend, for tools that want to inspect
+    /// or run migrations themselves.
+    pub fn migrator(backend: Backend) -> &'static Migrator {
+        match backend {
+            Backend::Postgres => &PG_MIGRATOR,
+            Backend::Sqlite => &SQLITE_MIGRATOR,
+        }
+    }
+
+    /// Applies every pending migration (`nomos-continue migrate`, and `serve`,
+    /// `status` and `demo` at start). Idempotent; the migrator records
+    /// applied versions in `_sqlx_migrations`, exactly as
+    /// `sqlx migrate run --source migrations/<backend>` does, so either tool
+    /// can be used on the same database. Retries [`LOCK_ATTEMPTS`] times on
+    /// a lock timeout; see the module documentation.
+    pub async fn migrate(&self) -> Result<()> {
+        self.migrate_with_attempts(LOCK_ATTEMPTS).await
+    }
+
+    /// [`Store::migrate`] with the number of attempts given (at least one),
+    /// for an operator who would rather wait longer, or fail at once.
+    pub async fn migrate_with_attempts(&self, attempts: u32) -> Result<()> {
+        self.refuse_newer_schema().await?;
+        let attempts = attempts.max(1);
+        let mut backoff = FIRST_BACKOFF;
+        for attempt in 1..=attempts {
+            match self.migrate_once().await {
+                Err(StoreError::Migrate(MigrateError::ExecuteMigration(e, version)))
+                    if is_lock_timeout(&e) =>
+                {
+                    if attempt == attempts {
+                        return Err(StoreError::LockTimeout { version, attempts });
+                    }
+                    tracing::warn!(
+                        version,
+                        attempt,
+                        "migration timed out waiting for a table lock; retrying in {backoff:?}"
+                    );
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                other => return other,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reverts applied migrations newer than `target` by running their down
+    /// scripts (`target = 0` reverts everything). For operators rolling back
+    /// and for the conformance suite, which checks that every down script runs.
+    pub async fn undo_migrations(&self, target: i64) -> Result<()> {
+        match &self.db {
+            Db::Pg(pool) => PG_MIGRATOR.undo(pool, target).await?,
+            Db::Lite(pool) => SQLITE_MIGRATOR.undo(pool, target).await?,
+        }
+        Ok(())
+    }
+
+    /// Versions recorded as applied, ascending (empty before the first
+    /// migration). Used by `status` and by tests after up/down/up.
+    pub async fn applied_migrations(&self) -> Result<Vec<i64>> {
+        if !self.has_migrations_table().await? {
+            return Ok(Vec::new());
+        }
+        let rows = query("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(self)
+            .await?;
+        rows.iter().map(|r| r.bigint("version")).collect()
+    }
+
+    async fn has_migrations_table(&self) -> Result<bool> {
+        Ok(self.tables().await?.iter().any(|t| t == "_sqlx_migrations"))
+    }
+
+    /// Refuses a database that records a migration newer than any this
+    /// binary embeds: its schema may have moved on in ways this code does
+    /// not know, so running (or migrating) would be a guess.
+    async fn refuse_newer_schema(&self) -> Result<()> {
+        if !self.has_migrations_table().await? {
+            return Ok(());
+        }
+        let database = query("SELECT COALESCE(MAX(version), 0) AS version FROM _sqlx_migrations")
+            .fetch_one(self)
+            .await?
+            .bigint("version")?;
+        let binary = Self::migrator(self.backend())
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        if database > binary {
+            return Err(StoreError::NewerSchema { database, binary });
+        }
+        Ok(())
+    }
+
+    /// One run of the migrator. On PostgreSQL it runs on one connection that
+    /// first takes the migrator's advisory lock, so that the cleanup of
+    /// interrupted index builds cannot race another migrator; the connection
+    /// is closed if anything fails, because sqlx leaves the (session-level)
+    /// advisory lock held when a migration fails, and a pooled connection
+    /// holding it would block the next attempt forever.
+    async fn migrate_once(&self) -> Result<()> {
+        match &self.db {
+            Db::Pg(pool) => {
+                let mut conn = pool.acquire().await?;
+                let result = migrate_pg(&mut conn).await;
+                if result.is_err() {
+                    // Best effort: the result already says what went wrong.
+                    let _ = sqlx::Connection::close(conn.detach()).await;
+                }
+                result
+            }
+            Db::Lite(pool) => Ok(SQLITE_MIGRATOR.run(pool).await?),
+        }
+    }
+}
+
+/// Locks, drops leftovers of interrupted index builds, runs, unlocks.
+/// `pg_advisory_lock` nests within a session, so the migrator's own
+/// lock/unlock inside `run` keeps ours held.
+async fn migrate_pg(conn: &mut PgConnection) -> Result<()> {
+    conn.lock().await?;
+    conn.ensure_migrations_table().await?;
+    drop_interrupted_indexes(conn).await?;
+    PG_MIGRATOR.run(&mut *conn).await?;
+    conn.unlock().await?;
+    Ok(())
+}
+
+/// Drops each INVALID index of the current schema that a pending
+/// no-transaction migration names: what an interrupted
+/// `CREATE INDEX CONCURRENTLY` leaves behind, and what its `IF NOT EXISTS`
+/// would otherwise take for a built index. Dropped `CONCURRENTLY`, so
+/// writes to the table go on meanwhile.
+async fn drop_interrupted_indexes(conn: &mut PgConnection) -> Result<()> {
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
+        .fetch_all(&mut *conn)
+        .await?;
+    let invalid: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+         JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE NOT i.indisvalid AND n.nspname = current_schema()",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for name in invalid {
+        let named = PG_MIGRATOR.iter().any(|m| {
+            m.migration_type.is_up_migration()
+                && m.no_tx
+                && !applied.contains(&m.version)
+                && names(&m.sql, &name)
+        });
+        if named {
+            tracing::warn!(index = %name, "dropping an index left invalid by an interrupted build");
+            let sql = format!(
+                "DROP INDEX CONCURRENTLY IF EXISTS \"{}\"",
+                name.replace('"', "\"\"")
+            );
+            sqlx::raw_sql(&sql).execute(&mut *conn).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `sql` contains `identifier` as a whole word.
+fn names(sql: &str, identifier: &str) -> bool {
+    sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|word| word.eq_ignore_ascii_case(identifier))
+}
+
+/// Whether a migration failed because `lock_timeout` expired.
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|code| code == LOCK_NOT_AVAILABLE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names;
+
+    #[test]
+    fn an_index_is_named_as_a_whole_word() {
+        let sql = "CREATE INDEX CONCURRENTLY IF NOT EXISTS idx_a\n ON t (x);";
+        assert!(names(sql, "idx_a"));
+        assert!(names(sql, "IDX_A"));
+        assert!(!names(sql, "idx"));
+        assert!(!names(sql, "idx_a2"));
+    }
+}

@@ -1,0 +1,2 @@
+-- Reverses 032.
+DROP INDEX IF EXISTS idx_nomos_plan_exec_delivery;

@@ -1,0 +1,1 @@
+-- Reverses 033: nothing to do (see the up script).
