@@ -99,6 +99,7 @@ async fn live_migration(rows: i64) {
     );
 
     let store = &db.store;
+    eprintln!("per migration: {}", step_times(store).await);
     assert_eq!(
         store.applied_migrations().await.expect("applied"),
         (17..=LATEST).collect::<Vec<_>>()
@@ -201,6 +202,27 @@ async fn assert_schema_complete(store: &Store) {
     )
     .await;
     assert_eq!(unvalidated, 0, "a check was left NOT VALID");
+}
+
+/// How long each migration touching the link table took, as sqlx recorded.
+async fn step_times(store: &Store) -> String {
+    let pool = store.pg_pool().expect("PostgreSQL");
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT version, execution_time FROM _sqlx_migrations \
+         WHERE version = 18 OR version >= 30 ORDER BY version",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("_sqlx_migrations");
+    rows.iter()
+        .map(|(version, nanos)| {
+            format!(
+                "{version}: {:.1?}",
+                Duration::from_nanos(nanos.unsigned_abs())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 async fn scalar(store: &Store, sql: &str) -> i64 {
