@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use nomos_continue::store::{Backend, Store, StoreError};
-use nomos_continue_tests::db::{empty_postgres, PgTestDb};
+use nomos_continue_tests::db::{empty_postgres, PgTestDb, LATEST_MIGRATION};
 use nomos_continue_tests::replica::binary;
 use sqlx::{Connection, PgConnection};
 use tokio::sync::watch;
@@ -32,9 +32,6 @@ const PACE: Duration = Duration::from_millis(10);
 /// One row in this many is still unsettled; the others were continued by
 /// the original worker (continued_at set, no outcome column yet).
 const UNSETTLED_EVERY: i64 = 50;
-
-/// The newest migration (the same on both backends).
-const LATEST: i64 = 33;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrating_a_live_history_keeps_inserts_flowing() {
@@ -102,7 +99,7 @@ async fn live_migration(rows: i64) {
     eprintln!("per migration: {}", step_times(store).await);
     assert_eq!(
         store.applied_migrations().await.expect("applied"),
-        (17..=LATEST).collect::<Vec<_>>()
+        (17..=LATEST_MIGRATION).collect::<Vec<_>>()
     );
     let unsettled = rows / UNSETTLED_EVERY;
     let overview = store.overview().await.expect("overview");
@@ -280,7 +277,7 @@ async fn a_long_transaction_delays_the_migration_not_the_inserts() {
     migrated.expect("migrates once the reader is gone");
     assert_eq!(
         db.store.applied_migrations().await.expect("applied"),
-        (17..=LATEST).collect::<Vec<_>>()
+        (17..=LATEST_MIGRATION).collect::<Vec<_>>()
     );
     db.cleanup().await;
 }
@@ -348,7 +345,7 @@ async fn the_binary_refuses_a_database_from_a_newer_release() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{command} should refuse");
         assert!(
-            stderr.contains("migration 40") && stderr.contains(&format!("({LATEST})")),
+            stderr.contains("migration 40") && stderr.contains(&format!("({LATEST_MIGRATION})")),
             "{command}: {stderr}"
         );
     }

@@ -4,7 +4,9 @@ use anyhow::{Context, Result};
 
 use crate::store::Store;
 
-/// Applies every pending migration and prints the versions applied.
+/// Applies every pending migration and prints the versions applied. Safe on
+/// a live database (see `Store::migrate`: lock timeouts are retried, a
+/// database from a newer release is refused with both versions).
 pub fn run(database_url: &str) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {

@@ -3,12 +3,10 @@
 //! before migration 018 reads as continued (it is not backfilled).
 
 use nomos_continue::store::{Backend, LinkState, Settlement, Store, StoreError};
+use nomos_continue_tests::db::LATEST_MIGRATION;
 use uuid::Uuid;
 
 use super::{at, planned, ready_session};
-
-/// The newest migration, the same on both backends.
-const LATEST: i64 = 33;
 
 const NOMOS_TABLES: [&str; 11] = [
     "executions",
@@ -39,8 +37,8 @@ pub async fn migrations_up_down_up(store: Store) {
         .filter(|m| m.migration_type.is_up_migration())
         .map(|m| m.version)
         .collect();
-    assert_eq!(ups, (17..=LATEST).collect::<Vec<_>>());
-    for v in 17..=LATEST {
+    assert_eq!(ups, (17..=LATEST_MIGRATION).collect::<Vec<_>>());
+    for v in 17..=LATEST_MIGRATION {
         assert!(
             migrator
                 .iter()
@@ -99,14 +97,14 @@ pub async fn a_newer_database_is_refused(store: Store) {
             err,
             StoreError::NewerSchema {
                 database: 999,
-                binary: LATEST
+                binary: LATEST_MIGRATION
             }
         ),
         "{err:?}"
     );
     let message = err.to_string();
     assert!(
-        message.contains("999") && message.contains(&LATEST.to_string()),
+        message.contains("999") && message.contains(&LATEST_MIGRATION.to_string()),
         "{message}"
     );
 }
