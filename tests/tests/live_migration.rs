@@ -282,6 +282,71 @@ async fn a_long_transaction_delays_the_migration_not_the_inserts() {
     db.cleanup().await;
 }
 
+/// A write transaction left open on the seed's table: the re-run of 017
+/// waits for it (its `CREATE INDEX IF NOT EXISTS` takes SHARE to find the
+/// index), but only up to its lock timeout, so the runtime's inserts never
+/// queue behind that wait for long; the migration goes through once the
+/// transaction ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_write_transaction_delays_the_seed_check_not_the_inserts() {
+    let Some(db) = seeded(1000).await else {
+        return;
+    };
+    let mut writer = PgConnection::connect(&db.url).await.expect("writer");
+    sqlx::raw_sql(
+        "BEGIN; INSERT INTO nomos_plan_executions (execution_id, session_id) \
+         VALUES (gen_random_uuid(), gen_random_uuid())",
+    )
+    .execute(&mut writer)
+    .await
+    .expect("an open write");
+    let (stop, stopped) = watch::channel(false);
+    let inserter = tokio::spawn(insert_every(db.url.clone(), PACE, stopped));
+
+    let err = db
+        .store
+        .migrate_with_attempts(2)
+        .await
+        .expect_err("times out");
+    stop.send(true).expect("the inserter is listening");
+    let inserts = inserter.await.expect("the inserter did not panic");
+    assert!(
+        matches!(
+            err,
+            StoreError::LockTimeout {
+                version: 17,
+                attempts: 2
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        inserts.worst <= WORST_WAIT,
+        "an insert waited {:?} (limit {WORST_WAIT:?})",
+        inserts.worst
+    );
+    assert!(db
+        .store
+        .applied_migrations()
+        .await
+        .expect("applied")
+        .is_empty());
+
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut writer)
+        .await
+        .expect("commit");
+    db.store
+        .migrate()
+        .await
+        .expect("migrates once the writer is done");
+    assert_eq!(
+        db.store.applied_migrations().await.expect("applied"),
+        (17..=LATEST_MIGRATION).collect::<Vec<_>>()
+    );
+    db.cleanup().await;
+}
+
 /// An interrupted `CREATE INDEX CONCURRENTLY` leaves an INVALID index of the
 /// migration's name behind; the next migrate drops it and builds the index
 /// for real instead of taking it for built (`IF NOT EXISTS`).

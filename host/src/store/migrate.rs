@@ -15,13 +15,22 @@
 //!   as built. Before running, such a leftover named by a pending
 //!   no-transaction migration is dropped (under the migrator's lock, so it
 //!   is never another migrator's build in progress).
+//! - **The seed's migration, run again.** On a live database 017's table
+//!   and index exist but nothing recorded 017 in `_sqlx_migrations`, so it
+//!   runs again, and its `CREATE INDEX IF NOT EXISTS` takes SHARE on the
+//!   table to find the index: it waits for every write transaction in
+//!   flight, and inserts queue behind it. 017 is the seed's text and stays
+//!   as it is, so its lock timeout is set here, around it.
 //! - **A newer schema.** A database migrated by a newer release is refused
 //!   with both versions ([`StoreError::NewerSchema`]) rather than sqlx's
 //!   "previously applied but is missing".
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
-use sqlx::migrate::{Migrate, MigrateError, Migrator};
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationSource, Migrator};
 use sqlx::PgConnection;
 
 use super::decode::RowExt;
@@ -47,6 +56,13 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 
 /// The longest pause between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// The seed's migration (see the module documentation).
+const SEED: i64 = 17;
+
+/// How long the seed's migration may wait for its lock: the same bound as
+/// `018_link_state.up.sql` sets for itself.
+const SEED_LOCK_TIMEOUT: &str = "SET lock_timeout = '500ms'";
 
 /// PostgreSQL's `lock_not_available`, raised when `lock_timeout` expires.
 const LOCK_NOT_AVAILABLE: &str = "55P03";
@@ -177,9 +193,56 @@ async fn migrate_pg(conn: &mut PgConnection) -> Result<()> {
     conn.lock().await?;
     conn.ensure_migrations_table().await?;
     drop_interrupted_indexes(conn).await?;
+    run_seed(conn).await?;
     PG_MIGRATOR.run(&mut *conn).await?;
     conn.unlock().await?;
     Ok(())
+}
+
+/// Runs the seed's migration, if pending, on its own under a lock timeout
+/// (see the module documentation); the rest then finds it applied. The
+/// timeout is the session's for that one run only: the later
+/// no-transaction migrations must not have one, because
+/// `CREATE INDEX CONCURRENTLY` waits (harmlessly) for every older
+/// transaction and would be cancelled.
+async fn run_seed(conn: &mut PgConnection) -> Result<()> {
+    let Some(seed) = PG_MIGRATOR
+        .iter()
+        .find(|m| m.version == SEED && m.migration_type.is_up_migration())
+    else {
+        return Ok(());
+    };
+    let applied: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM _sqlx_migrations WHERE version = $1)")
+            .bind(SEED)
+            .fetch_one(&mut *conn)
+            .await?;
+    if applied {
+        return Ok(());
+    }
+    let mut only = Migrator::new(Only(seed.clone())).await?;
+    // Other applied versions are checked by the full run that follows.
+    only.set_ignore_missing(true);
+    sqlx::raw_sql(SEED_LOCK_TIMEOUT).execute(&mut *conn).await?;
+    // On failure the caller closes the connection, and its timeout with it.
+    only.run(&mut *conn).await?;
+    sqlx::raw_sql("RESET lock_timeout")
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// One migration as a migration source, to run it alone.
+#[derive(Debug)]
+struct Only(Migration);
+
+impl MigrationSource<'static> for Only {
+    fn resolve(
+        self,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Vec<Migration>, BoxDynError>> + Send>>
+    {
+        Box::pin(async move { Ok(vec![self.0]) })
+    }
 }
 
 /// Drops each INVALID index of the current schema that a pending
