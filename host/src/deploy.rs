@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::classes::StatusClasses;
 use crate::clock::Clock;
 use crate::policy::types::PolicyInfo;
-use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision};
+use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
 use crate::store::{Store, StoreError};
 
 /// Why an upload did not become the active revision everywhere.
@@ -54,6 +54,15 @@ pub enum DeployError {
     /// The blocking vetting task died (a panic in the compiler).
     #[error("policy check task failed: {0}")]
     Task(String),
+    /// A rollback with nothing to return to: no revision is active in the
+    /// database, or no other revision was ever activated.
+    #[error("no previous policy revision to roll back to")]
+    NothingToRollBack,
+    /// Another activation landed while a rollback was being prepared; the
+    /// rollback changed nothing in the database (this replica converges on
+    /// the database's revision at its next poll).
+    #[error("the active policy revision changed during the rollback; nothing was rolled back")]
+    Raced,
 }
 
 /// What one look of a watcher found.
@@ -100,28 +109,80 @@ impl PolicyDeployment {
         let checked = self
             .policy
             .run(move |runtime| {
+                let before = runtime.active_revision();
+                let before_info = runtime.describe().value.ok();
                 let revision = runtime.activate(&bytes)?;
                 let described = runtime.describe();
                 let info = match described.value {
                     Ok(info) if described.revision == revision => info,
-                    _ => PolicyInfo {
-                        name: "unknown".into(),
-                        version: "unknown".into(),
-                        contract: String::new(),
-                    },
+                    _ => unknown_info(),
                 };
-                Ok::<_, PolicyError>((revision, info, bytes))
+                Ok::<_, PolicyError>((revision, info, bytes, before, before_info))
             })
             .await
             .map_err(|e| DeployError::Task(e.to_string()))?;
-        let (revision, info, bytes) = checked?;
+        let (revision, info, bytes, before, before_info) = checked?;
         let now = self.clock.now();
+        self.record_builtin(&before, before_info, now).await?;
         self.store
             .save_policy_revision(&revision.0, &bytes, &info.name, &info.version, now)
             .await?;
         self.store.activate_policy(&revision.0, now).await?;
         self.classify_pending().await;
         Ok((revision, info))
+    }
+
+    /// The first upload to a database with no active revision replaces the
+    /// built-in policy, which was never recorded: it is recorded (and its
+    /// activation logged) first, so a rollback can return to it.
+    async fn record_builtin(
+        &self,
+        before: &Revision,
+        info: Option<PolicyInfo>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), StoreError> {
+        if *before != Revision::of(BUILTIN_POLICY_WASM)
+            || self.store.active_policy().await?.is_some()
+        {
+            return Ok(());
+        }
+        let info = info.unwrap_or_else(unknown_info);
+        self.store
+            .save_policy_revision(
+                &before.0,
+                BUILTIN_POLICY_WASM,
+                &info.name,
+                &info.version,
+                now,
+            )
+            .await?;
+        self.store.activate_policy(&before.0, now).await
+    }
+
+    /// Returns to the previously active revision in one step (see
+    /// [`Store::rollback_target`]): vetted and activated here first, as an
+    /// upload is, then made active in the database only if the revision it
+    /// replaces is still the active one. Answers `(from, to)`.
+    pub async fn rollback(&self) -> Result<(Revision, Revision), DeployError> {
+        let (current, target) = self
+            .store
+            .rollback_target()
+            .await?
+            .ok_or(DeployError::NothingToRollBack)?;
+        let revision = self
+            .policy
+            .activate(target.wasm)
+            .await
+            .map_err(|e| DeployError::Task(e.to_string()))??;
+        let replaced = self
+            .store
+            .replace_active_policy(&current, &revision.0, self.clock.now())
+            .await?;
+        if !replaced {
+            return Err(DeployError::Raced);
+        }
+        self.classify_pending().await;
+        Ok((Revision(current), revision))
     }
 
     /// A swap reclassifies: the statuses of work still pending are
@@ -271,6 +332,15 @@ impl DbPolicyWatcher {
                 return;
             }
         }
+    }
+}
+
+/// What is recorded of a policy that could not describe itself.
+fn unknown_info() -> PolicyInfo {
+    PolicyInfo {
+        name: "unknown".into(),
+        version: "unknown".into(),
+        contract: String::new(),
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use nomos_continue::api::{router, AppState};
+use nomos_continue::api::{router, AppState, Auth, BodyCaps};
 use nomos_continue::clock::SystemClock;
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
@@ -40,6 +40,8 @@ pub struct Answer {
     pub content_type: Option<String>,
     /// The body as text.
     pub text: String,
+    /// The `Retry-After` header, if any.
+    pub retry_after: Option<String>,
 }
 
 impl Answer {
@@ -81,6 +83,7 @@ pub struct ServedApi {
     pub wake: Arc<Notify>,
     client: reqwest::Client,
     token: Option<String>,
+    admin: Option<String>,
     shutdown: CancellationToken,
 }
 
@@ -95,13 +98,32 @@ impl ServedApi {
     /// worker's [`waker`](nomos_continue::worker::Worker::waker), for tests
     /// of what wakes the worker).
     pub async fn start_with_wake(store: Store, token: Option<&str>, wake: Arc<Notify>) -> Self {
+        Self::start_full(store, policy(), token, None, wake).await
+    }
+
+    /// With the runtime's token and the admin token (see `api::Auth`), and
+    /// a policy runtime of its own: these tests swap policies, and a swap in
+    /// the shared runtime would change what the other tests run.
+    pub async fn start_scoped(store: Store, token: Option<&str>, admin: Option<&str>) -> Self {
+        let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
+        Self::start_full(store, own, token, admin, Arc::new(Notify::new())).await
+    }
+
+    async fn start_full(
+        store: Store,
+        policy: Arc<PolicyRuntime>,
+        token: Option<&str>,
+        admin: Option<&str>,
+        wake: Arc<Notify>,
+    ) -> Self {
         let state = AppState {
             store: store.clone(),
-            policy: policy(),
+            caps: BodyCaps::for_limits(policy.limits()),
+            policy,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(Metrics::default()),
             wake: wake.clone(),
-            token: token.map(str::to_owned),
+            auth: Auth::new(token, admin),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -115,8 +137,15 @@ impl ServedApi {
             wake,
             client: reqwest::Client::new(),
             token: token.map(str::to_owned),
+            admin: admin.map(str::to_owned),
             shutdown,
         }
+    }
+
+    /// Sends a request with the admin token (if any).
+    pub async fn send_admin(&self, method: &str, path: &str, body: impl Into<Vec<u8>>) -> Answer {
+        let token = self.admin.clone();
+        self.send_with(method, path, body, token.as_deref()).await
     }
 
     /// Sends a request with the configured token (if any).
@@ -148,11 +177,17 @@ impl ServedApi {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let text = response.text().await.expect("response body");
         Answer {
             status,
             content_type,
             text,
+            retry_after,
         }
     }
 

@@ -89,6 +89,10 @@ pub struct ReplicaOptions {
     pub lease_secs: u64,
     /// `false` passes `--no-wake-listener`.
     pub wake_listener: bool,
+    /// `--listen` (loopback on a free port unless a test says otherwise).
+    pub listen: String,
+    /// More arguments for `serve` (tokens, TLS, overrides).
+    pub extra_args: Vec<String>,
 }
 
 impl ReplicaOptions {
@@ -101,6 +105,8 @@ impl ReplicaOptions {
             poll_ms: 100,
             lease_secs: 1,
             wake_listener: true,
+            listen: "127.0.0.1:0".into(),
+            extra_args: Vec::new(),
         }
     }
 }
@@ -171,6 +177,14 @@ impl Replica {
             client: reqwest::Client::new(),
             stderr,
         }
+    }
+
+    /// Everything it has written on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .join("\n")
     }
 
     /// SIGKILL (what `kill -9` sends) and wait until the process is gone:
@@ -252,18 +266,21 @@ impl Drop for Replica {
 }
 
 /// `nomos-continue serve` as a replica with `options` runs it: loopback on
-/// a free port, no token, logs at `warn`, stdout and stderr piped.
+/// a free port unless told otherwise, no token unless given in
+/// `extra_args`, logs at `warn`, stdout and stderr piped.
 fn serve_command(options: &ReplicaOptions) -> Command {
     let mut command = Command::new(binary());
     command
         .arg("serve")
         .args(["--database-url", &options.database_url])
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", &options.listen])
         .args(["--agent-webhook", &options.webhook])
         .args(["--worker-id", &options.worker_id])
         .args(["--poll-ms", &options.poll_ms.to_string()])
         .args(["--lease-secs", &options.lease_secs.to_string()])
+        .args(&options.extra_args)
         .env_remove("NOMOS_CONTINUE_TOKEN")
+        .env_remove("NOMOS_CONTINUE_ADMIN_TOKEN")
         .env_remove("NOMOS_CONTINUE_AGENT_TOKEN")
         .env_remove("NOMOS_CONTINUE_POLICY")
         .env_remove("NOMOS_CONTINUE_NO_WAKE_LISTENER")
@@ -341,7 +358,10 @@ impl Refusal {
 
 /// The address in `nomos-continue listening on http://ADDR (…)`.
 fn parse_listening(line: &str) -> Option<SocketAddr> {
-    let rest = line.split("listening on http://").nth(1)?;
+    let rest = line.split("listening on http").nth(1)?;
+    let rest = rest
+        .strip_prefix("s://")
+        .or_else(|| rest.strip_prefix("://"))?;
     rest.split_whitespace().next()?.parse().ok()
 }
 
@@ -356,6 +376,8 @@ mod tests {
             parse_listening(line),
             Some("127.0.0.1:4321".parse().unwrap())
         );
+        let tls = "nomos-continue listening on https://0.0.0.0:4321 (worker w1, policy abc)";
+        assert_eq!(parse_listening(tls), Some("0.0.0.0:4321".parse().unwrap()));
         assert_eq!(parse_listening("something else"), None);
     }
 }

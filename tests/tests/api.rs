@@ -5,8 +5,12 @@
 
 #[path = "api/executions.rs"]
 mod executions;
+#[path = "api/fuzz.rs"]
+mod fuzz;
+#[path = "api/scopes.rs"]
+mod scopes;
 
-use nomos_continue::api::MAX_BODY_BYTES;
+use nomos_continue::api::MAX_POLICY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
 use nomos_continue_tests::api::ServedApi;
 use serde_json::json;
@@ -287,7 +291,7 @@ async fn bad_ids_in_the_path_are_400_json() {
 #[tokio::test]
 async fn a_body_over_the_limit_is_413_json() {
     let (api, _dir) = sqlite_api(None).await;
-    let huge = vec![b'a'; MAX_BODY_BYTES + 1];
+    let huge = vec![b'a'; MAX_POLICY_BYTES + 1];
     api.send("PUT", "/v1/policy", huge.clone())
         .await
         .expect_error(413);
@@ -316,6 +320,7 @@ async fn the_token_guards_every_route_but_healthz() {
         ("PUT", format!("/v1/executions/{}", Uuid::new_v4())),
         ("GET", "/v1/policy".to_string()),
         ("PUT", "/v1/policy".to_string()),
+        ("POST", "/v1/policy/rollback".to_string()),
         ("GET", "/metrics".to_string()),
     ];
     for (method, path) in &routes {

@@ -12,6 +12,8 @@ mod configuration;
 mod demo;
 #[path = "e2e.rs"]
 mod e2e;
+#[path = "exposure.rs"]
+mod exposure;
 #[path = "house.rs"]
 mod house;
 #[path = "openapi.rs"]

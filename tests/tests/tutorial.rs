@@ -82,5 +82,17 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         stdout.contains("acme-degraded-is-failed"),
         "the swap did not take:\n{stdout}"
     );
+    ensure!(
+        stdout.lines().any(|l| l == "403"),
+        "the runtime's token changed the policy:\n{stdout}"
+    );
+    ensure!(
+        stdout.lines().any(|l| l == "0"),
+        "the rollback did not return to the built-in policy:\n{stdout}"
+    );
+    ensure!(
+        stdout.matches(r#""from":"#).count() == 2,
+        "two rollbacks expected:\n{stdout}"
+    );
     Ok(())
 }

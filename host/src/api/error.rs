@@ -1,9 +1,12 @@
 //! Every error the API returns: a status and a JSON body `{"error": "…"}`
-//! (plus `"reasons"` for a refused policy). Malformed requests are 4xx,
-//! never 500.
+//! (plus `"reasons"` for a refused policy, `"limit"` and `"max"` for a
+//! request over a limit). Malformed requests are 4xx, never 500; a 503 is
+//! only for a condition that passes (the database or the policy is
+//! unavailable) and always carries `Retry-After`.
 
-use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::http::StatusCode;
+use axum::extract::rejection::PathRejection;
+use axum::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -17,8 +20,12 @@ pub enum ApiError {
     #[error("{0}")]
     BadRequest(String),
     #[error("missing or wrong bearer token")]
-    /// `serve --token` is set and the request lacks that bearer token (401).
+    /// A token is set and the request lacks one that opens this route (401).
     Unauthorized,
+    /// The request's token is valid but its scope does not cover the
+    /// route, or the route is disabled by the configuration (403).
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     /// No such route or record (404).
     NotFound(String),
@@ -29,9 +36,14 @@ pub enum ApiError {
     /// (for example a retry of a delivery that has not ended).
     #[error("{0}")]
     Conflict(String),
-    #[error("request body too large: {0}")]
-    /// A body over the limit (413): refused before it is parsed.
-    TooLarge(String),
+    /// A body or a text over its cap (413): it can never succeed as sent.
+    #[error("{limit} is over its limit of {max} bytes")]
+    TooLarge {
+        /// The limit's name (see `limits.rs`).
+        limit: &'static str,
+        /// Its size in bytes.
+        max: usize,
+    },
     /// A policy upload that failed its checks; each reason is listed.
     #[error("policy rejected")]
     PolicyRejected(Vec<String>),
@@ -64,25 +76,19 @@ impl From<PathRejection> for ApiError {
     }
 }
 
-impl From<BytesRejection> for ApiError {
-    fn from(e: BytesRejection) -> Self {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge(e.body_text())
-        } else {
-            ApiError::BadRequest(e.body_text())
-        }
-    }
-}
+/// Seconds a client is told to wait before retrying a 503.
+const RETRY_AFTER_SECS: &str = "1";
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::PolicyRejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -92,9 +98,23 @@ impl IntoResponse for ApiError {
             ApiError::PolicyRejected(reasons) => {
                 json!({ "error": self.to_string(), "reasons": reasons })
             }
+            ApiError::TooLarge { limit, max } => {
+                json!({ "error": self.to_string(), "limit": limit, "max": max })
+            }
             _ => json!({ "error": self.to_string() }),
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        let headers = response.headers_mut();
+        match status {
+            StatusCode::SERVICE_UNAVAILABLE => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+            }
+            StatusCode::UNAUTHORIZED => {
+                headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
     }
 }
 

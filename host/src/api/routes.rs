@@ -12,15 +12,15 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::error::{parse_id, parse_json, storable, ApiError};
+use super::limits::{cap_text, max_result_bytes, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 use super::AppState;
 use crate::classes::{ClassError, StatusClasses};
-use crate::deploy::{DeployError, PolicyDeployment};
 use crate::policy::types::null_as_empty;
-use crate::policy::{PolicyHandle, PolicyTaskFailed};
+use crate::policy::{PolicyFailure, PolicyHandle, PolicyTaskFailed};
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
 
 /// A policy call whose task died answers 503, like a failed policy.
-fn task_failed(e: PolicyTaskFailed) -> ApiError {
+pub(super) fn task_failed(e: PolicyTaskFailed) -> ApiError {
     ApiError::PolicyUnavailable(format!("policy task failed: {e}"))
 }
 
@@ -39,14 +39,16 @@ pub(super) async fn link_tool_result(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let ToolResult { text } = parse_json(&body?)?;
+    let ToolResult { text } = parse_json(&state.caps.tool_result.take(body)?)?;
+    cap_text("text", &text, state.policy.limits().max_text_bytes)?;
     let evaluated = PolicyHandle::from(&state.policy)
         .extract_ids(text)
         .await
         .map_err(task_failed)?;
-    let ids = evaluated
-        .value
-        .map_err(|e| ApiError::PolicyUnavailable(e.to_string()))?;
+    let ids = evaluated.value.map_err(|e| match e {
+        PolicyFailure::InputTooLarge(_, max) => ApiError::TooLarge { limit: "text", max },
+        e => ApiError::PolicyUnavailable(e.to_string()),
+    })?;
     let ids: Vec<Uuid> = ids
         .iter()
         .map(|id| parse_id("execution id", id))
@@ -93,7 +95,7 @@ pub(super) async fn decide_approval(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let approval: Approval = parse_json(&body?)?;
+    let approval: Approval = parse_json(&state.caps.small.take(body)?)?;
     let now = state.clock.now();
     match approval.decision {
         ApprovalDecision::Approve => {
@@ -142,10 +144,12 @@ pub(super) async fn record_execution(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let execution_id = parse_id("execution id", &execution_id?.0)?;
-    let ExecutionState { status, result } = parse_json(&body?)?;
+    let ExecutionState { status, result } = parse_json(&state.caps.execution.take(body)?)?;
     if status.trim().is_empty() {
         return Err(ApiError::BadRequest("status must not be empty".into()));
     }
+    cap_text("status", &status, MAX_STATUS_BYTES)?;
+    cap_text("result", &result, max_result_bytes(state.policy.limits()))?;
     storable("status", &status)?;
     storable("result", &result)?;
     let classes = StatusClasses::new(
@@ -197,11 +201,12 @@ pub(super) async fn record_turn(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let TurnBody { role, content } = parse_json(&body?)?;
+    let TurnBody { role, content } = parse_json(&state.caps.turn.take(body)?)?;
     let role: Role = role.parse()?;
     if content.trim().is_empty() {
         return Err(ApiError::BadRequest("content must not be empty".into()));
     }
+    cap_text("content", &content, MAX_TURN_BYTES)?;
     storable("content", &content)?;
     let turn = state
         .store
@@ -223,49 +228,6 @@ pub(super) async fn session(
         )));
     }
     Ok(Json(json!(summary)))
-}
-
-/// The active revision and the runtime's counters.
-pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let described = PolicyHandle::from(&state.policy)
-        .describe()
-        .await
-        .map_err(task_failed)?;
-    let stats = state.policy.stats();
-    Ok(Json(json!({
-        "revision": described.revision.0,
-        "policy": described.value.ok(),
-        "evaluations": stats.evaluations,
-        "failures": stats.failures,
-        "swaps": stats.swaps,
-        "rejected_candidates": stats.rejected_candidates,
-        "fallbacks": stats.fallbacks,
-    })))
-}
-
-/// Deploys an uploaded component: vetted and swapped in here, then saved
-/// and made active in the database, so every replica converges on it (the
-/// same path a changed `--policy` file takes; see [`crate::deploy`]).
-pub(super) async fn upload_policy(
-    State(state): State<AppState>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let bytes = body?;
-    if bytes.is_empty() {
-        return Err(ApiError::BadRequest(
-            "the body must be the policy component's bytes".into(),
-        ));
-    }
-    let deployment = PolicyDeployment::new(state.policy, state.store, state.clock);
-    let (revision, info) = deployment
-        .upload(bytes.to_vec())
-        .await
-        .map_err(|e| match e {
-            DeployError::Rejected(e) => ApiError::PolicyRejected(e.reasons()),
-            DeployError::Store(e) => e.into(),
-            DeployError::Task(why) => ApiError::PolicyUnavailable(why),
-        })?;
-    Ok(Json(json!({ "revision": revision.0, "policy": info })))
 }
 
 pub(super) async fn healthz() -> Json<Value> {

@@ -2,15 +2,15 @@
 //! [`server::serve`], on its own runtime until SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::DbArgs;
-use crate::server::{self, ServeConfig, DEFAULT_OPENAI_MODEL};
+use crate::server::{self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL};
 
 /// The default API address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
@@ -23,9 +23,40 @@ pub struct ServeArgs {
     /// The API's address; loopback by default.
     #[arg(long, env = "NOMOS_CONTINUE_LISTEN", default_value = DEFAULT_LISTEN)]
     listen: SocketAddr,
-    /// Bearer token the API requires (every route but /healthz).
+    /// The runtime's bearer token: tool results, statuses, approvals, turns
+    /// and reads (every route but /healthz and the policy changes).
     #[arg(long, env = "NOMOS_CONTINUE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Read the runtime's token from this file (keeps it out of the
+    /// process list); surrounding whitespace is ignored.
+    #[arg(long, env = "NOMOS_CONTINUE_TOKEN_FILE", conflicts_with = "token")]
+    token_file: Option<PathBuf>,
+    /// The admin bearer token, the only one that can change the policy over
+    /// HTTP (upload, roll back); without it, those routes are refused when
+    /// a runtime token is set.
+    #[arg(long, env = "NOMOS_CONTINUE_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+    /// Read the admin token from this file.
+    #[arg(
+        long,
+        env = "NOMOS_CONTINUE_ADMIN_TOKEN_FILE",
+        conflicts_with = "admin_token"
+    )]
+    admin_token_file: Option<PathBuf>,
+    /// Terminate TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, env = "NOMOS_CONTINUE_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM); needs --tls-cert.
+    #[arg(long, env = "NOMOS_CONTINUE_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve a non-loopback address with no token at all. Anyone who can
+    /// reach it controls when the agent is re-invoked; logged at every start.
+    #[arg(long, env = "NOMOS_CONTINUE_INSECURE_NO_TOKEN")]
+    insecure_no_token: bool,
+    /// Accept bearer tokens over plain HTTP on a non-loopback address (a
+    /// trusted network); logged at every start.
+    #[arg(long, env = "NOMOS_CONTINUE_INSECURE_PLAINTEXT")]
+    insecure_plaintext: bool,
     /// POST continuations and notices to this runtime webhook.
     #[arg(
         long,
@@ -86,10 +117,22 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// Where the API listens, and everything else.
-    fn into_config(self) -> (SocketAddr, ServeConfig) {
+    fn into_config(self) -> Result<(SocketAddr, ServeConfig)> {
+        let token = secret(self.token, self.token_file.as_deref())?;
+        let admin_token = secret(self.admin_token, self.admin_token_file.as_deref())?;
+        let tls = match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            _ => None,
+        };
         let mut config = ServeConfig {
             database_url: self.db.database_url,
-            token: self.token,
+            token,
+            admin_token,
+            tls,
+            insecure: Insecure {
+                no_token: self.insecure_no_token,
+                plaintext: self.insecure_plaintext,
+            },
             agent_webhook: self.agent_webhook,
             agent_token: self.agent_token,
             agent_openai: self.agent_openai,
@@ -109,13 +152,28 @@ impl ServeArgs {
         config.worker.hard_cap = self.hard_cap;
         config.limits.deadline = Duration::from_millis(self.policy_deadline_ms.max(1));
         config.limits.max_memory_bytes = self.policy_memory_mib.max(1) << 20;
-        (self.listen, config)
+        Ok((self.listen, config))
     }
+}
+
+/// A token given directly, or read from a file (trimmed: editors and
+/// `echo` add a newline). An empty file is an error, not an open API.
+fn secret(value: Option<String>, file: Option<&Path>) -> Result<Option<String>> {
+    let Some(path) = file else {
+        return Ok(value);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("read the token file {}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        bail!("the token file {} is empty", path.display());
+    }
+    Ok(Some(token.to_owned()))
 }
 
 /// Runs [`server::serve`] on its own runtime until a signal arrives.
 pub fn run(args: ServeArgs) -> Result<()> {
-    let (listen, config) = args.into_config();
+    let (listen, config) = args.into_config()?;
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)

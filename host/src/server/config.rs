@@ -4,6 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::exposure::Insecure;
+use super::tls::TlsFiles;
+use crate::api::Auth;
 use crate::policy::Limits;
 use crate::worker::WorkerConfig;
 
@@ -27,8 +30,17 @@ pub const DEFAULT_WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 pub struct ServeConfig {
     /// `postgres://…` or `sqlite:…`.
     pub database_url: String,
-    /// The API's bearer token; `None` leaves the API open (loopback use).
+    /// The runtime's bearer token (reporting and reading); with no token at
+    /// all the API is open, which `serve` allows on loopback only.
     pub token: Option<String>,
+    /// The admin bearer token, the only one that changes the policy over
+    /// HTTP; with a runtime token and no admin token, policy changes over
+    /// HTTP are refused.
+    pub admin_token: Option<String>,
+    /// Terminate TLS with these files; `None` serves plain HTTP.
+    pub tls: Option<TlsFiles>,
+    /// Explicit overrides of the exposure checks (see `exposure.rs`).
+    pub insecure: Insecure,
     /// Where continuations are POSTed (the runtime's webhook).
     pub agent_webhook: Option<String>,
     /// The bearer token for the webhook.
@@ -67,6 +79,9 @@ impl Default for ServeConfig {
         Self {
             database_url: DEFAULT_DATABASE_URL.into(),
             token: None,
+            admin_token: None,
+            tls: None,
+            insecure: Insecure::default(),
             agent_webhook: None,
             agent_token: None,
             agent_openai: None,
@@ -81,5 +96,12 @@ impl Default for ServeConfig {
             worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
             wake_listener: true,
         }
+    }
+}
+
+impl ServeConfig {
+    /// The API's tokens and what each opens.
+    pub fn auth(&self) -> Auth {
+        Auth::new(self.token.as_deref(), self.admin_token.as_deref())
     }
 }

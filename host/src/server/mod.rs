@@ -9,10 +9,14 @@
 //! - `config`: [`ServeConfig`] and its defaults.
 //! - `parts`: the policy, agent and clock a config names.
 //! - `registration`: the worker id's registration and the upkeep tasks.
+//! - `exposure`: which addresses may be served without a token or TLS.
+//! - `tls`: TLS termination (rustls).
 
 mod config;
+mod exposure;
 mod parts;
 mod registration;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,13 +29,16 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::Agent;
-use crate::api::{self, AppState};
+use crate::api::{self, AppState, BodyCaps};
 use crate::clock::Clock;
 use crate::deploy::{PolicyDeployment, WatchOutcome};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::Store;
 use crate::worker::{spawn_pg_listener, Rescuer, Worker};
+
+pub use exposure::{ExposureError, Insecure};
+pub use tls::{TlsError, TlsFiles, TlsListener};
 
 pub use config::{
     ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL, DEFAULT_WORKER_HEARTBEAT,
@@ -47,12 +54,19 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: CancellationToken,
 ) -> Result<()> {
+    // Before the database is touched: a refused address migrates nothing.
+    check_exposure(&listener, &config)?;
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let server = Server::connect(config).await?;
     let store = server.store().clone();
     let stopped = async {
         let running = server.start(listener, shutdown).await?;
         println!(
-            "nomos-continue listening on http://{} (worker {}, policy {})",
+            "nomos-continue listening on {scheme}://{} (worker {}, policy {})",
             running.addr(),
             running.worker_id(),
             running.policy().active_revision().short()
@@ -66,14 +80,31 @@ pub async fn serve(
 
 /// Serves `app` on `listener` until `shutdown`, letting requests in flight
 /// finish: the API's and any HTTP endpoint a caller stands up beside it.
-pub async fn serve_http(
-    listener: TcpListener,
+pub async fn serve_http<L>(
+    listener: L,
     app: Router,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
+}
+
+/// Refuses to serve a non-loopback address without a token, or with one
+/// over plain HTTP, unless the configuration overrides it (see `exposure`);
+/// answers the override's warning, if one is in force.
+fn check_exposure(listener: &TcpListener, config: &ServeConfig) -> Result<Option<&'static str>> {
+    let addr = listener.local_addr().context("bound address")?;
+    Ok(exposure::check(
+        addr,
+        config.auth().is_enforced(),
+        config.tls.is_some(),
+        config.insecure,
+    )?)
 }
 
 /// The system before it starts: a store and a configuration, with every
@@ -153,6 +184,13 @@ impl Server {
             clock,
             metrics,
         } = self;
+        if let Some(warning) = check_exposure(&listener, &config)? {
+            tracing::warn!("{warning}");
+        }
+        let tls = match &config.tls {
+            Some(files) => Some(files.load()?),
+            None => None,
+        };
         let mut tasks = JoinSet::new();
         let policy = match policy {
             Some(policy) => policy,
@@ -250,9 +288,17 @@ impl Server {
             clock,
             metrics,
             wake: worker.waker(),
-            token: config.token.clone(),
+            auth: config.auth(),
+            caps: BodyCaps::for_limits(policy.limits()),
         };
-        let api = tokio::spawn(serve_http(listener, api::router(state), shutdown.clone()));
+        let app = api::router(state);
+        let api = match tls {
+            Some(tls) => {
+                let listener = TlsListener::new(listener, tls).context("serve TLS")?;
+                tokio::spawn(serve_http(listener, app, shutdown.clone()))
+            }
+            None => tokio::spawn(serve_http(listener, app, shutdown.clone())),
+        };
         Ok(Running {
             addr,
             worker_id,

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use super::decode::RowExt;
-use super::dialect::{query, trunc};
+use super::dialect::{query, trunc, Tx};
 use super::types::{ActivePolicy, PolicyRevision};
 use super::{Result, Store, StoreError};
 
@@ -38,33 +38,58 @@ impl Store {
     }
 
     /// Makes a saved revision the active one for every replica (they poll
-    /// [`Store::active_policy`] and converge). [`StoreError::UnknownPolicy`]
-    /// if it was never saved; one transaction, so the active row always
-    /// names a stored revision.
+    /// [`Store::active_policy`] and converge), and records the activation.
+    /// [`StoreError::UnknownPolicy`] if it was never saved; one
+    /// transaction, so the active row always names a stored revision and
+    /// the activation log never misses a change.
     pub async fn activate_policy(&self, hash: &str, now: DateTime<Utc>) -> Result<()> {
         let mut tx = self.begin().await?;
-        // The share lock (PostgreSQL) keeps the revision from going away
-        // before the commit; SQLite's write lock already does.
-        let known = query(format!(
-            "SELECT hash FROM nomos_policy_revisions WHERE hash = $1{}",
-            tx.backend().lock(" FOR SHARE")
+        activate_in(&mut tx, hash, now).await?;
+        tx.commit().await
+    }
+
+    /// Activates `hash` only while `expected` is still the active revision
+    /// (a compare-and-set): a rollback decided against one revision must
+    /// not undo an upload that landed in between. `Ok(false)` when the
+    /// active revision has changed.
+    pub async fn replace_active_policy(
+        &self,
+        expected: &str,
+        hash: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let active = query(format!(
+            "SELECT hash FROM nomos_policy_active WHERE id = 1{}",
+            tx.backend().lock(" FOR UPDATE")
         ))
-        .bind(hash)
         .fetch_optional(&mut tx)
         .await?;
-        if known.is_none() {
-            return Err(StoreError::UnknownPolicy(hash.to_owned()));
+        let current = active.map(|r| r.text("hash")).transpose()?;
+        if current.as_deref() != Some(expected) {
+            return Ok(false);
         }
-        query(
-            "INSERT INTO nomos_policy_active (id, hash, activated_at) VALUES (1, $1, $2) \
-             ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, \
-               activated_at = EXCLUDED.activated_at",
-        )
-        .bind(hash)
-        .bind(trunc(now))
-        .execute(&mut tx)
-        .await?;
-        tx.commit().await
+        activate_in(&mut tx, hash, now).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The revision a rollback returns to, with the one active now: the
+    /// most recently activated revision other than the active one. So a
+    /// rollback undoes the last change, and a second rollback undoes the
+    /// rollback. `None` when nothing is active or nothing else ever was.
+    pub async fn rollback_target(&self) -> Result<Option<(String, ActivePolicy)>> {
+        const SQL: &str = "SELECT r.hash, r.wasm, r.name, r.version, l.activated_at \
+             FROM nomos_policy_active a \
+             JOIN nomos_policy_activations l ON l.hash <> a.hash \
+             JOIN nomos_policy_revisions r ON r.hash = l.hash \
+             WHERE a.id = 1 ORDER BY l.id DESC LIMIT 1";
+        let Some(active) = self.active_policy().await? else {
+            return Ok(None);
+        };
+        let row = query(SQL).fetch_optional(self).await?;
+        row.map(|r| Ok((active.hash.clone(), active_policy(&r)?)))
+            .transpose()
     }
 
     /// The active revision with its bytes; `None` until one is activated (the
@@ -74,16 +99,7 @@ impl Store {
              FROM nomos_policy_active a JOIN nomos_policy_revisions r ON r.hash = a.hash \
              WHERE a.id = 1";
         let row = query(SQL).fetch_optional(self).await?;
-        row.map(|r| {
-            Ok(ActivePolicy {
-                hash: r.text("hash")?,
-                wasm: r.bytes("wasm")?,
-                name: r.text("name")?,
-                version: r.text("version")?,
-                activated_at: r.time("activated_at")?,
-            })
-        })
-        .transpose()
+        row.map(|r| active_policy(&r)).transpose()
     }
 
     /// Every stored revision without its bytes, newest first (for the API
@@ -106,4 +122,47 @@ impl Store {
             .map(build)
             .collect()
     }
+}
+
+/// A revision with its bytes, from a row of `hash, wasm, name, version,
+/// activated_at`.
+fn active_policy<R: RowExt>(r: &R) -> Result<ActivePolicy> {
+    Ok(ActivePolicy {
+        hash: r.text("hash")?,
+        wasm: r.bytes("wasm")?,
+        name: r.text("name")?,
+        version: r.text("version")?,
+        activated_at: r.time("activated_at")?,
+    })
+}
+
+/// Activates a saved revision inside `tx` and appends it to the log.
+async fn activate_in(tx: &mut Tx<'_>, hash: &str, now: DateTime<Utc>) -> Result<()> {
+    // The share lock (PostgreSQL) keeps the revision from going away
+    // before the commit; SQLite's write lock already does.
+    let known = query(format!(
+        "SELECT hash FROM nomos_policy_revisions WHERE hash = $1{}",
+        tx.backend().lock(" FOR SHARE")
+    ))
+    .bind(hash)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if known.is_none() {
+        return Err(StoreError::UnknownPolicy(hash.to_owned()));
+    }
+    query(
+        "INSERT INTO nomos_policy_active (id, hash, activated_at) VALUES (1, $1, $2) \
+         ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, \
+           activated_at = EXCLUDED.activated_at",
+    )
+    .bind(hash)
+    .bind(trunc(now))
+    .execute(&mut *tx)
+    .await?;
+    query("INSERT INTO nomos_policy_activations (hash, activated_at) VALUES ($1, $2)")
+        .bind(hash)
+        .bind(trunc(now))
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }

@@ -1,0 +1,194 @@
+//! Who may call what: two bearer tokens with separate scopes.
+//!
+//! The runtime's token (`serve --token`) is what the runtime beside this
+//! process holds: it reports tool results, statuses, approvals and turns,
+//! and reads. The admin token (`serve --admin-token`) is the only one that
+//! may change *which code decides* when an agent is re-invoked (upload,
+//! roll back): an agent holding SSH tools is re-invoked on that code's
+//! word, so a leaked runtime credential must not be enough to replace it.
+//!
+//! | configured | runtime routes | admin routes |
+//! | --- | --- | --- |
+//! | no token | open | open (loopback only: `serve` refuses otherwise) |
+//! | runtime token | runtime token | refused (403) until an admin token is set |
+//! | admin token | admin token | admin token |
+//! | both | either token | admin token |
+//!
+//! The admin token is accepted everywhere: whoever may replace the policy
+//! may also read what it decided.
+
+use axum::extract::{Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::Response;
+use sha2::{Digest, Sha256};
+
+use super::{ApiError, AppState};
+
+/// The tokens a process was started with. `Debug` never shows them.
+#[derive(Clone, Default)]
+pub struct Auth {
+    runtime: Option<Secret>,
+    admin: Option<Secret>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("runtime", &self.runtime.as_ref().map(|_| "<set>"))
+            .field("admin", &self.admin.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// A token kept as its digest: compared in constant time over fixed-size
+/// digests, so neither the token's bytes nor its length leak through timing.
+#[derive(Clone)]
+struct Secret([u8; 32]);
+
+impl Secret {
+    fn new(token: &str) -> Self {
+        Self(Sha256::digest(token.as_bytes()).into())
+    }
+
+    fn matches(&self, given: &str) -> bool {
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        given
+            .iter()
+            .zip(self.0.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
+
+/// What a route needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Reporting and reading: the runtime's token (or the admin token).
+    Runtime,
+    /// Changing which policy decides: the admin token only.
+    Admin,
+}
+
+impl Auth {
+    /// No token: everything open (loopback development and the demo).
+    pub fn open() -> Self {
+        Self::default()
+    }
+
+    /// The runtime's token and the admin token; an empty string counts as
+    /// unset, so an empty environment variable never becomes a token
+    /// anyone can send.
+    pub fn new(runtime: Option<&str>, admin: Option<&str>) -> Self {
+        let secret = |t: Option<&str>| t.filter(|t| !t.is_empty()).map(Secret::new);
+        Self {
+            runtime: secret(runtime),
+            admin: secret(admin),
+        }
+    }
+
+    /// Whether any token is required at all.
+    pub fn is_enforced(&self) -> bool {
+        self.runtime.is_some() || self.admin.is_some()
+    }
+
+    /// Checks a request's bearer token (`None`: no `Authorization: Bearer`).
+    pub fn check(&self, scope: Scope, bearer: Option<&str>) -> Result<(), ApiError> {
+        if !self.is_enforced() {
+            return Ok(());
+        }
+        let admin = |t: &str| self.admin.as_ref().is_some_and(|s| s.matches(t));
+        let runtime = |t: &str| self.runtime.as_ref().is_some_and(|s| s.matches(t));
+        let Some(given) = bearer else {
+            return Err(ApiError::Unauthorized);
+        };
+        match scope {
+            Scope::Runtime if admin(given) || runtime(given) => Ok(()),
+            Scope::Runtime => Err(ApiError::Unauthorized),
+            Scope::Admin if admin(given) => Ok(()),
+            Scope::Admin if runtime(given) && self.admin.is_none() => Err(ApiError::Forbidden(
+                "policy changes over HTTP are disabled: only the runtime's token is set. \
+                 Start serve with --admin-token, --admin-token-file or \
+                 NOMOS_CONTINUE_ADMIN_TOKEN to enable them"
+                    .into(),
+            )),
+            Scope::Admin if runtime(given) => Err(ApiError::Forbidden(
+                "this route changes which policy decides and needs the admin token; \
+                 the runtime's token is not enough"
+                    .into(),
+            )),
+            Scope::Admin => Err(ApiError::Unauthorized),
+        }
+    }
+}
+
+/// The bearer token of a request, if it carries one.
+fn bearer(request: &Request) -> Option<&str> {
+    request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// Middleware for the runtime's routes.
+pub(super) async fn runtime_scope(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    state.auth.check(Scope::Runtime, bearer(&request))?;
+    Ok(next.run(request).await)
+}
+
+/// Middleware for the routes that change the policy.
+pub(super) async fn admin_scope(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    state.auth.check(Scope::Admin, bearer(&request))?;
+    Ok(next.run(request).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_follow_the_table() {
+        let open = Auth::open();
+        assert!(open.check(Scope::Admin, None).is_ok());
+        assert!(open.check(Scope::Runtime, Some("x")).is_ok());
+
+        let runtime_only = Auth::new(Some("rt"), None);
+        assert!(runtime_only.check(Scope::Runtime, Some("rt")).is_ok());
+        assert!(matches!(
+            runtime_only.check(Scope::Runtime, Some("rt2")),
+            Err(ApiError::Unauthorized)
+        ));
+        assert!(matches!(
+            runtime_only.check(Scope::Admin, Some("rt")),
+            Err(ApiError::Forbidden(m)) if m.contains("--admin-token")
+        ));
+        assert!(matches!(
+            runtime_only.check(Scope::Admin, Some("guess")),
+            Err(ApiError::Unauthorized)
+        ));
+
+        let both = Auth::new(Some("rt"), Some("adm"));
+        assert!(both.check(Scope::Runtime, Some("adm")).is_ok());
+        assert!(both.check(Scope::Admin, Some("adm")).is_ok());
+        assert!(matches!(
+            both.check(Scope::Admin, Some("rt")),
+            Err(ApiError::Forbidden(_))
+        ));
+        assert!(matches!(
+            both.check(Scope::Admin, None),
+            Err(ApiError::Unauthorized)
+        ));
+
+        let empty = Auth::new(Some(""), Some(""));
+        assert!(!empty.is_enforced());
+    }
+}

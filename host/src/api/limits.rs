@@ -1,0 +1,119 @@
+//! The API's size limits, each with a name a client can act on.
+//!
+//! A request over a limit can never succeed as sent, so it is a 413 whose
+//! JSON body names the limit and its size (`{"error", "limit", "max"}`),
+//! never a 503: a 503 tells the runtime to retry, and it would retry
+//! forever. Each route has its own body cap, sized to what its largest
+//! legitimate body can be, so a small route does not buffer megabytes.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+
+use super::ApiError;
+use crate::policy::Limits;
+
+/// Room for a JSON body's keys, quotes and escapes around its text fields.
+/// Escaping can grow text up to sixfold (`\u0000`); a body that escaped
+/// beyond this gets the body's 413, which names the body cap.
+const JSON_OVERHEAD: usize = 64 << 10;
+/// Most bytes of an execution's status: statuses are short words
+/// (`running`, `completed`); a longer one is not a status.
+pub const MAX_STATUS_BYTES: usize = 1 << 10;
+/// Most bytes of a chat turn: a turn this long is already beyond what
+/// `chatWith` replays, so more would only fill the table.
+pub const MAX_TURN_BYTES: usize = 1 << 20;
+/// Bodies with a few small fields (approvals, retries).
+const SMALL_BODY: usize = 16 << 10;
+/// Largest policy component accepted for upload.
+pub const MAX_POLICY_BYTES: usize = 16 << 20;
+
+/// One route's body cap.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyCap {
+    /// The limit's name in a 413 body.
+    pub name: &'static str,
+    /// Most bytes of the body.
+    pub max: usize,
+}
+
+impl BodyCap {
+    /// The layer that enforces this cap while the body is read.
+    pub fn layer(self) -> DefaultBodyLimit {
+        DefaultBodyLimit::max(self.max)
+    }
+
+    /// The body, or the 413 that names this cap.
+    pub fn take(self, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+        body.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge {
+                    limit: self.name,
+                    max: self.max,
+                }
+            } else {
+                ApiError::BadRequest(e.body_text())
+            }
+        })
+    }
+}
+
+/// Every route's body cap, from the policy's limits: a tool result or an
+/// execution's result may be as large as the policy accepts, and no larger.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyCaps {
+    /// `POST /v1/sessions/{id}/tool-results`.
+    pub tool_result: BodyCap,
+    /// `PUT /v1/executions/{id}`.
+    pub execution: BodyCap,
+    /// `POST /v1/sessions/{id}/turns`.
+    pub turn: BodyCap,
+    /// Approvals and retries.
+    pub small: BodyCap,
+    /// `PUT /v1/policy`.
+    pub policy: BodyCap,
+}
+
+impl BodyCaps {
+    /// The caps for a sandbox with these limits.
+    pub fn for_limits(limits: &Limits) -> Self {
+        let text = limits.max_text_bytes;
+        Self {
+            tool_result: BodyCap {
+                name: "tool_result_body_bytes",
+                max: text + JSON_OVERHEAD,
+            },
+            execution: BodyCap {
+                name: "execution_body_bytes",
+                max: text + JSON_OVERHEAD,
+            },
+            turn: BodyCap {
+                name: "turn_body_bytes",
+                max: MAX_TURN_BYTES + JSON_OVERHEAD,
+            },
+            small: BodyCap {
+                name: "body_bytes",
+                max: SMALL_BODY,
+            },
+            policy: BodyCap {
+                name: "policy_bytes",
+                max: MAX_POLICY_BYTES,
+            },
+        }
+    }
+}
+
+/// Refuses `text` over `max` bytes with the 413 that names `limit`.
+pub fn cap_text(limit: &'static str, text: &str, max: usize) -> Result<(), ApiError> {
+    if text.len() > max {
+        return Err(ApiError::TooLarge { limit, max });
+    }
+    Ok(())
+}
+
+/// The most bytes of an execution's result: the policy's input cap less
+/// the status, since the policy reads both.
+pub fn max_result_bytes(limits: &Limits) -> usize {
+    limits.max_text_bytes.saturating_sub(MAX_STATUS_BYTES)
+}

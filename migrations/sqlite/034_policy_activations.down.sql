@@ -1,0 +1,2 @@
+-- Reverses 034.
+DROP TABLE IF EXISTS nomos_policy_activations;

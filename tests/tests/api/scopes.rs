@@ -1,0 +1,177 @@
+//! The two token scopes, the rollback route, and the limits' answers.
+
+use nomos_continue::api::{MAX_STATUS_BYTES, MAX_TURN_BYTES};
+use nomos_continue::policy::{Limits, Revision};
+use nomos_continue_tests::api::ServedApi;
+use nomos_continue_tests::policies::variant;
+use serde_json::json;
+use uuid::Uuid;
+
+async fn scoped(token: Option<&str>, admin: Option<&str>) -> (ServedApi, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite:{}", dir.path().join("api.db").display());
+    let store = nomos_continue::store::Store::connect(&url)
+        .await
+        .expect("sqlite");
+    store.migrate().await.expect("migrate");
+    (ServedApi::start_scoped(store, token, admin).await, dir)
+}
+
+#[tokio::test]
+async fn the_runtime_token_cannot_change_the_policy() {
+    let (api, _dir) = scoped(Some("rt"), Some("adm")).await;
+    let candidate = variant("scopes");
+    for (method, path) in [("PUT", "/v1/policy"), ("POST", "/v1/policy/rollback")] {
+        let body = api
+            .send_with(method, path, candidate.clone(), Some("rt"))
+            .await
+            .expect_error(403);
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("admin token")),
+            "{body}"
+        );
+        api.send_with(method, path, candidate.clone(), None)
+            .await
+            .expect_error(401);
+    }
+    assert_eq!(api.store.active_policy().await.expect("active"), None);
+    // The runtime's routes take either token.
+    for token in ["rt", "adm"] {
+        let answer = api.send_with("GET", "/v1/policy", "", Some(token)).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+    let answer = api.send_admin("PUT", "/v1/policy", candidate.clone()).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert_eq!(answer.json()["revision"], Revision::of(&candidate).0);
+}
+
+#[tokio::test]
+async fn without_an_admin_token_policy_changes_are_refused_with_the_way_to_enable_them() {
+    let (api, _dir) = scoped(Some("rt"), None).await;
+    let body = api
+        .send("PUT", "/v1/policy", variant("refused"))
+        .await
+        .expect_error(403);
+    let message = body["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("--admin-token") && message.contains("NOMOS_CONTINUE_ADMIN_TOKEN"),
+        "{message}"
+    );
+    api.send("POST", "/v1/policy/rollback", "")
+        .await
+        .expect_error(403);
+    assert_eq!(api.store.active_policy().await.expect("active"), None);
+}
+
+#[tokio::test]
+async fn rollback_returns_to_the_previous_revision_and_a_second_undoes_it() {
+    let (api, _dir) = scoped(Some("rt"), Some("adm")).await;
+    let builtin = api.send("GET", "/v1/policy", "").await.json()["revision"].clone();
+    // Nothing was ever uploaded: nothing to roll back to.
+    api.send_admin("POST", "/v1/policy/rollback", "")
+        .await
+        .expect_error(409);
+
+    let (a, b) = (variant("rollback-a"), variant("rollback-b"));
+    for candidate in [&a, &b] {
+        let answer = api.send_admin("PUT", "/v1/policy", candidate.clone()).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+    let active = || async {
+        api.store
+            .active_policy()
+            .await
+            .expect("active")
+            .map(|p| p.hash)
+    };
+    assert_eq!(active().await, Some(Revision::of(&b).0));
+
+    let undo = api.send_admin("POST", "/v1/policy/rollback", "").await;
+    assert_eq!(undo.status, 200, "{}", undo.text);
+    assert_eq!(
+        undo.json(),
+        json!({"from": Revision::of(&b).0, "revision": Revision::of(&a).0})
+    );
+    assert_eq!(active().await, Some(Revision::of(&a).0));
+    let running = api.send("GET", "/v1/policy", "").await.json()["revision"].clone();
+    assert_eq!(
+        running,
+        json!(Revision::of(&a).0),
+        "this replica runs it at once"
+    );
+
+    let redo = api.send_admin("POST", "/v1/policy/rollback", "").await;
+    assert_eq!(redo.json()["revision"], Revision::of(&b).0);
+
+    // The first upload recorded the built-in policy it replaced, so an
+    // operator can return to it.
+    let (fresh, _dir2) = scoped(None, None).await;
+    fresh.send("PUT", "/v1/policy", a.clone()).await;
+    let back = fresh.send("POST", "/v1/policy/rollback", "").await;
+    assert_eq!(back.status, 200, "{}", back.text);
+    assert_eq!(back.json()["revision"], builtin);
+}
+
+#[tokio::test]
+async fn every_limit_is_a_413_naming_it() {
+    let (api, _dir) = scoped(None, None).await;
+    let session = Uuid::new_v4();
+    let text_cap = Limits::default().max_text_bytes;
+    let over = |n: usize| "x".repeat(n + 1);
+    let cases = [
+        (
+            "POST",
+            format!("/v1/sessions/{session}/tool-results"),
+            json!({ "text": over(text_cap) }),
+            "text",
+        ),
+        (
+            "PUT",
+            format!("/v1/executions/{}", Uuid::new_v4()),
+            json!({ "status": over(MAX_STATUS_BYTES), "result": "" }),
+            "status",
+        ),
+        (
+            "PUT",
+            format!("/v1/executions/{}", Uuid::new_v4()),
+            json!({ "status": "completed", "result": over(text_cap - MAX_STATUS_BYTES) }),
+            "result",
+        ),
+        (
+            "POST",
+            format!("/v1/sessions/{session}/turns"),
+            json!({ "role": "user", "content": over(MAX_TURN_BYTES) }),
+            "content",
+        ),
+        (
+            "POST",
+            format!("/v1/sessions/{session}/approvals"),
+            json!({ "decision": "approve", "route": over(64 << 10) }),
+            "body_bytes",
+        ),
+    ];
+    for (method, path, body, limit) in cases {
+        let answer = api.json(method, &path, &body).await;
+        let error = answer.expect_error(413);
+        assert_eq!(error["limit"], limit, "{method} {path}: {error}");
+        assert!(error["max"].as_u64().is_some_and(|m| m > 0), "{error}");
+        assert_eq!(answer.retry_after, None, "a 413 is not worth retrying");
+    }
+}
+
+#[tokio::test]
+async fn a_condition_that_passes_is_503_with_retry_after() {
+    let (api, _dir) = scoped(None, None).await;
+    api.store.close().await;
+    let answer = api
+        .json(
+            "POST",
+            &format!("/v1/sessions/{}/approvals", Uuid::new_v4()),
+            &json!({ "decision": "approve" }),
+        )
+        .await;
+    answer.expect_error(503);
+    assert_eq!(answer.retry_after.as_deref(), Some("1"));
+}
