@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{at, planned, ready_session};
 
-const NOMOS_TABLES: [&str; 11] = [
+const NOMOS_TABLES: [&str; 12] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
@@ -16,6 +16,7 @@ const NOMOS_TABLES: [&str; 11] = [
     "nomos_late_reports",
     "nomos_notices",
     "nomos_plan_executions",
+    "nomos_policy_activations",
     "nomos_policy_active",
     "nomos_policy_revisions",
     "nomos_status_classes",
