@@ -5,6 +5,8 @@
 
 #[path = "api/executions.rs"]
 mod executions;
+#[path = "api/sessions.rs"]
+mod sessions;
 
 use nomos_continue::api::MAX_BODY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;

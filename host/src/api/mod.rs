@@ -20,6 +20,7 @@
 mod deliveries;
 mod error;
 mod routes;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -72,7 +73,7 @@ pub fn router(state: AppState) -> Router {
             post(routes::decide_approval),
         )
         .route("/v1/sessions/{session_id}/turns", post(routes::record_turn))
-        .route("/v1/sessions/{session_id}", get(routes::session))
+        .route("/v1/sessions/{session_id}", get(sessions::session))
         .route(
             "/v1/executions/{execution_id}",
             put(routes::record_execution),
