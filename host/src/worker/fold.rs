@@ -3,6 +3,7 @@
 
 use uuid::Uuid;
 
+use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::policy::types::Outcome;
 
 /// Separates the notes of executions folded into one continuation.
@@ -30,6 +31,13 @@ pub const MAX_FOLDED_NOTE_BYTES: usize = 64 << 10;
 /// it only their number is given; the continuation's execution list (sent
 /// with it) still names every one.
 pub const MAX_REST_LINE_BYTES: usize = 4 << 10;
+
+// The longest folded note fits the default `chatWith` budget with room for
+// a system prompt of 16 KiB and some history (bytes bound characters).
+const _: () = assert!(
+    MAX_FOLDED_NOTE_BYTES + FOLD_SEPARATOR.len() + MAX_REST_LINE_BYTES + (16 << 10)
+        <= DEFAULT_BUDGET_CHARS
+);
 
 /// One finished execution the policy continued, with its note.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +108,6 @@ fn rest_line(rest: &[Finished]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::chat::DEFAULT_BUDGET_CHARS;
     use crate::policy::Limits;
 
     fn finished(n: usize, note_bytes: usize) -> Vec<Finished> {
@@ -118,12 +125,8 @@ mod tests {
     }
 
     #[test]
-    fn the_cap_fits_between_the_policy_limit_and_the_chat_budget() {
+    fn the_cap_holds_a_whole_note_of_the_policy_limit() {
         assert!(MAX_FOLDED_NOTE_BYTES >= Limits::default().max_note_bytes);
-        let longest = MAX_FOLDED_NOTE_BYTES + FOLD_SEPARATOR.len() + MAX_REST_LINE_BYTES;
-        // Bytes bound characters, so the whole note fits the default budget
-        // with room for a system prompt of 16 KiB and some history.
-        assert!(longest + (16 << 10) <= DEFAULT_BUDGET_CHARS, "{longest}");
     }
 
     #[test]

@@ -413,10 +413,12 @@ async fn chat_replays_a_long_session_within_the_budget() {
         config.budget_chars = budget_chars;
         ChatAgent::new(config, history.clone()).expect("config")
     };
-    assert!(
-        DEFAULT_BUDGET_CHARS > CONTEXT_CHARS,
-        "the fake model is small"
-    );
+    const {
+        assert!(
+            DEFAULT_BUDGET_CHARS > CONTEXT_CHARS,
+            "the fake model is small"
+        )
+    };
     let text = permanent(
         agent(DEFAULT_BUDGET_CHARS)
             .continue_session(&continuation("k-0"))
