@@ -7,7 +7,7 @@
 //! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window |
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) |
-//! | `GET /v1/sessions/{id}` | window, links, ledger |
+//! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions.rs`) |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key |
 //! | `GET /v1/policy`, `PUT /v1/policy` | active revision; validate, swap, and make it the database's active revision (see [`crate::deploy`]) |
 //! | `GET /healthz`, `GET /metrics` | liveness; Prometheus text |
