@@ -9,6 +9,8 @@ mod executions;
 mod fuzz;
 #[path = "api/scopes.rs"]
 mod scopes;
+#[path = "api/sessions.rs"]
+mod sessions;
 
 use nomos_continue::api::MAX_POLICY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;

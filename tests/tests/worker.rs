@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 #[path = "worker/classes.rs"]
 mod classes;
+#[path = "worker/fold.rs"]
+mod fold;
 #[path = "worker/promises.rs"]
 mod promises;
 #[path = "worker/races.rs"]

@@ -11,7 +11,11 @@
 //!    blank line, then a blank line, then the policy's SOUL text (the SOUL
 //!    alone when the session has no system turn), so the agent knows it will
 //!    be re-invoked when async steps finish;
-//! 2. the session's stored `user` and `assistant` turns, replayed in order;
+//! 2. the session's stored `user` and `assistant` turns, replayed in order
+//!    within [`ChatConfig::budget_chars`]: the oldest are left out first,
+//!    replaced by one labelled `user` message saying how many (see
+//!    `agent::replay`), so a long session never makes the request too long
+//!    for the model, which would fail it permanently;
 //! 3. the continuation note, as the **last** message, with role `user` and
 //!    a first line [`NOTE_LABEL`] marking it as an automatic system event.
 //!
@@ -50,6 +54,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::http;
+pub use super::replay::{build_messages, build_messages_within, ChatMessage, DEFAULT_BUDGET_CHARS};
 use super::{AdapterConfigError, Agent, AgentError, Continuation, Notice};
 
 /// The first line of the injected note, so the model cannot mistake it for
@@ -152,6 +157,11 @@ pub struct ChatConfig {
     pub api_key: Option<String>,
     /// Bounds each request as a whole, including the model's generation.
     pub timeout: Duration,
+    /// The most characters of message text one request carries: the
+    /// oldest turns are left out beyond it (see `agent::replay`). Set it
+    /// below the model's context window (about four characters a token),
+    /// leaving room for the reply.
+    pub budget_chars: usize,
 }
 
 impl ChatConfig {
@@ -162,6 +172,7 @@ impl ChatConfig {
             model: model.into(),
             api_key: None,
             timeout: DEFAULT_CHAT_TIMEOUT,
+            budget_chars: DEFAULT_BUDGET_CHARS,
         }
     }
 }
@@ -174,6 +185,7 @@ impl std::fmt::Debug for ChatConfig {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
+            .field("budget_chars", &self.budget_chars)
             .finish()
     }
 }
@@ -185,6 +197,7 @@ pub struct ChatAgent {
     endpoint: Url,
     model: String,
     auth: Option<HeaderValue>,
+    budget_chars: usize,
     history: Arc<dyn ChatHistory>,
 }
 
@@ -194,17 +207,9 @@ impl std::fmt::Debug for ChatAgent {
             .field("endpoint", &self.endpoint.as_str())
             .field("model", &self.model)
             .field("auth", &self.auth.is_some())
+            .field("budget_chars", &self.budget_chars)
             .finish_non_exhaustive()
     }
-}
-
-/// One message of a chat-completions request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChatMessage {
-    /// `system`, `user` or `assistant`, as the protocol names them.
-    pub role: String,
-    /// The text, verbatim.
-    pub content: String,
 }
 
 #[derive(Serialize)]
@@ -247,6 +252,7 @@ impl ChatAgent {
             endpoint,
             model: config.model,
             auth,
+            budget_chars: config.budget_chars,
             history,
         })
     }
@@ -319,52 +325,6 @@ fn parse_reply(bytes: &[u8]) -> Result<String, String> {
     }
 }
 
-/// Builds the request's messages from the stored history, the SOUL and the
-/// note, in the order the module documentation gives. Public so a runtime
-/// that embeds the library can send exactly what `chatWith` would.
-pub fn build_messages(
-    history: &[ChatTurn],
-    soul: &str,
-    note: &str,
-) -> Result<Vec<ChatMessage>, HistoryError> {
-    let mut system: Vec<&str> = Vec::new();
-    let mut replay = Vec::with_capacity(history.len() + 2);
-    for turn in history {
-        match turn.role.as_str() {
-            "system" => system.push(&turn.content),
-            "user" | "assistant" => replay.push(ChatMessage {
-                role: turn.role.clone(),
-                content: turn.content.clone(),
-            }),
-            other => {
-                return Err(HistoryError::Invalid(format!(
-                    "stored turn with unknown role {other:?}"
-                )))
-            }
-        }
-    }
-    let mut prompt = system.join("\n\n");
-    if !soul.is_empty() {
-        if !prompt.is_empty() {
-            prompt.push_str("\n\n");
-        }
-        prompt.push_str(soul);
-    }
-    let mut messages = Vec::with_capacity(replay.len() + 2);
-    if !prompt.is_empty() {
-        messages.push(ChatMessage {
-            role: "system".to_string(),
-            content: prompt,
-        });
-    }
-    messages.extend(replay);
-    messages.push(ChatMessage {
-        role: "user".to_string(),
-        content: format!("{NOTE_LABEL}\n{note}"),
-    });
-    Ok(messages)
-}
-
 #[async_trait]
 impl Agent for ChatAgent {
     async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
@@ -374,7 +334,12 @@ impl Agent for ChatAgent {
             return Ok(());
         }
         let turns = self.history.turns(session).await?;
-        let messages = build_messages(&turns, &continuation.soul, &continuation.note)?;
+        let messages = build_messages_within(
+            &turns,
+            &continuation.soul,
+            &continuation.note,
+            self.budget_chars,
+        )?;
         let reply = self.complete(&messages).await?;
         self.history
             .append_assistant(session, &reply, key)
@@ -420,19 +385,5 @@ mod tests {
             parse_reply(br#"{"choices":[{"message":{"role":"assistant","content":"ok"}}]}"#),
             Ok("ok".to_string())
         );
-    }
-
-    #[test]
-    fn messages_without_system_turn_or_soul() {
-        let turns = [ChatTurn::new("user", "hi")];
-        let messages = build_messages(&turns, "", "n").expect("valid history");
-        assert_eq!(messages.len(), 2);
-        assert_eq!(messages[0].role, "user");
-        assert_eq!(messages[1].content, format!("{NOTE_LABEL}\nn"));
-        let bad = [ChatTurn::new("tool", "x")];
-        assert!(matches!(
-            build_messages(&bad, "s", "n"),
-            Err(HistoryError::Invalid(_))
-        ));
     }
 }

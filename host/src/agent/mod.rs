@@ -7,6 +7,7 @@ pub mod chat;
 pub mod history;
 mod http;
 mod log;
+mod replay;
 pub mod webhook;
 
 pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};

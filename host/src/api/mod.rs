@@ -7,7 +7,7 @@
 //! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window | runtime |
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay | runtime |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
-//! | `GET /v1/sessions/{id}` | window, links, ledger | runtime |
+//! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions.rs`) | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key | runtime |
 //! | `GET /v1/policy` | the active revision and the runtime's counters | runtime |
 //! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]) | admin |
@@ -27,6 +27,7 @@ mod error;
 mod limits;
 mod policy;
 mod routes;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -80,7 +81,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/sessions/{session_id}/turns",
             post(routes::record_turn).layer(caps.turn.layer()),
         )
-        .route("/v1/sessions/{session_id}", get(routes::session))
+        .route("/v1/sessions/{session_id}", get(sessions::session))
         .route(
             "/v1/executions/{execution_id}",
             put(routes::record_execution).layer(caps.execution.layer()),

@@ -215,21 +215,6 @@ pub(super) async fn record_turn(
     Ok(Json(json!({ "turn": turn })))
 }
 
-/// The session's window, links and ledger; 404 if nothing is known of it.
-pub(super) async fn session(
-    State(state): State<AppState>,
-    session_id: Result<Path<String>, PathRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let session_id = parse_id("session id", &session_id?.0)?;
-    let summary = state.store.session_summary(session_id).await?;
-    if summary.is_empty() {
-        return Err(ApiError::NotFound(format!(
-            "nothing is known of session {session_id}"
-        )));
-    }
-    Ok(Json(json!(summary)))
-}
-
 pub(super) async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }

@@ -10,6 +10,7 @@ use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::DbArgs;
+use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::server::{self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL};
 
 /// The default API address: loopback only.
@@ -74,6 +75,10 @@ pub struct ServeArgs {
     /// API key sent to the chatWith endpoint as a bearer token.
     #[arg(long, env = "NOMOS_CONTINUE_OPENAI_KEY", hide_env_values = true)]
     openai_key: Option<String>,
+    /// Characters of message text one chatWith request carries; the oldest
+    /// turns are left out beyond it. Below the model's context window.
+    #[arg(long, env = "NOMOS_CONTINUE_OPENAI_BUDGET_CHARS", default_value_t = DEFAULT_BUDGET_CHARS)]
+    openai_budget_chars: usize,
     /// Bearer token sent to the webhook.
     #[arg(long, env = "NOMOS_CONTINUE_AGENT_TOKEN", hide_env_values = true)]
     agent_token: Option<String>,
@@ -138,6 +143,7 @@ impl ServeArgs {
             agent_openai: self.agent_openai,
             openai_model: self.openai_model,
             openai_key: self.openai_key,
+            openai_budget_chars: self.openai_budget_chars,
             policy: self.policy,
             policy_poll: Duration::from_millis(self.policy_poll_ms),
             wake_listener: !self.no_wake_listener,

@@ -1,11 +1,12 @@
 //! `nomos-continue status [SESSION]`: a readable summary from the database.
 
 use std::fmt::Write as _;
+use std::io::Write;
 
 use anyhow::{Context, Result};
 use uuid::Uuid;
 
-use crate::store::{Delivery, Store};
+use crate::store::{each_page, Delivery, Link, SessionCounts, Store, MAX_PAGE_LIMIT};
 
 /// Prints the summary of one session, or of the whole deployment.
 pub fn run(database_url: &str, session: Option<&str>) -> Result<()> {
@@ -15,11 +16,13 @@ pub fn run(database_url: &str, session: Option<&str>) -> Result<()> {
             .await
             .context("connect to the database")?;
         store.migrate().await.context("migrate the database")?;
-        let text = match session {
-            Some(id) => session_text(&store, crate::store::parse_uuid(id)?).await?,
-            None => overview_text(&store).await?,
-        };
-        print!("{text}");
+        match session {
+            Some(id) => {
+                let session = crate::store::parse_uuid(id)?;
+                write_session(&store, session, &mut std::io::stdout().lock()).await?;
+            }
+            None => print!("{}", overview_text(&store).await?),
+        }
         store.close().await;
         Ok(())
     })
@@ -52,15 +55,19 @@ async fn overview_text(store: &Store) -> Result<String> {
     Ok(out)
 }
 
-async fn session_text(store: &Store, session: Uuid) -> Result<String> {
-    let summary = store.session_summary(session).await?;
-    let mut out = String::new();
+/// Prints one session: its window, then every link, ledger row and notice,
+/// a page at a time as they are read, so a session with thousands of links
+/// is shown whole without being held in memory. Each list's heading gives
+/// its count.
+async fn write_session(store: &Store, session: Uuid, out: &mut impl Write) -> Result<()> {
     writeln!(out, "session {session}")?;
-    if summary.is_empty() {
+    let window = store.window(session).await?;
+    let counts = store.session_counts(session).await?;
+    if window.is_none() && counts == SessionCounts::default() {
         writeln!(out, "  nothing recorded")?;
-        return Ok(out);
+        return Ok(());
     }
-    match &summary.window {
+    match &window {
         Some(w) => writeln!(
             out,
             "window: {} by {}, opened {}, until {}, {} continuations{}",
@@ -79,35 +86,58 @@ async fn session_text(store: &Store, session: Uuid) -> Result<String> {
         )?,
         None => writeln!(out, "window: never approved")?,
     }
-    writeln!(out, "links:")?;
-    for l in &summary.links {
-        let state = l.outcome.map_or_else(
-            || {
-                if l.delivery_id.is_some() {
-                    "planned".to_string()
-                } else {
-                    "pending".to_string()
-                }
+    writeln!(out, "links ({}):", counts.links)?;
+    each_page(
+        move |c| store.session_links(session, c, MAX_PAGE_LIMIT),
+        |links| lines(out, links.iter().map(link_line)),
+    )
+    .await?;
+    writeln!(out, "ledger (newest first, {}):", counts.deliveries)?;
+    each_page(
+        move |c| store.session_deliveries(session, c, MAX_PAGE_LIMIT),
+        |ledger| lines(out, ledger.iter().map(delivery_line)),
+    )
+    .await?;
+    if counts.notices > 0 {
+        writeln!(out, "notices ({}):", counts.notices)?;
+        each_page(
+            move |c| store.session_notices(session, c, MAX_PAGE_LIMIT),
+            |notices| {
+                let text = notices
+                    .iter()
+                    .map(|n| format!("{} {}", n.created_at, n.message));
+                lines(out, text)
             },
-            |o| o.to_string(),
-        );
-        writeln!(
-            out,
-            "  execution {} [{}] status {}{}",
-            l.execution_id,
-            state,
-            l.execution_status.as_deref().unwrap_or("(not reported)"),
-            l.reason
-                .as_deref()
-                .map(|r| format!(" — {r}"))
-                .unwrap_or_default()
-        )?;
+        )
+        .await?;
     }
-    writeln!(out, "ledger (newest first):")?;
-    for d in &summary.deliveries {
-        writeln!(out, "  {}", delivery_line(d))?;
+    Ok(())
+}
+
+/// Writes each line indented, for the lists under a heading.
+fn lines(out: &mut impl Write, each: impl Iterator<Item = String>) -> Result<()> {
+    for line in each {
+        writeln!(out, "  {line}")?;
     }
-    Ok(out)
+    Ok(())
+}
+
+fn link_line(l: &Link) -> String {
+    let state = match (l.outcome, l.delivery_id) {
+        (Some(settled), _) => settled.as_str(),
+        (None, Some(_)) => "planned",
+        (None, None) => "pending",
+    };
+    format!(
+        "execution {} [{}] status {}{}",
+        l.execution_id,
+        state,
+        l.execution_status.as_deref().unwrap_or("(not reported)"),
+        l.reason
+            .as_deref()
+            .map(|r| format!(" — {r}"))
+            .unwrap_or_default()
+    )
 }
 
 fn delivery_line(d: &Delivery) -> String {

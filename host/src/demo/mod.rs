@@ -193,10 +193,14 @@ impl Stage {
     /// Counts everything from the store: links, the ledger, the chat turns.
     async fn summarize(&self, fixes: u32) -> Result<DemoSummary> {
         let (store, session) = (&self.store, self.session);
-        let summary = store.session_summary(session).await?;
-        let window = summary.window.context("the session has no window")?;
-        let continuations = summary
-            .deliveries
+        let window = store
+            .window(session)
+            .await?
+            .context("the session has no window")?;
+        let counts = store.session_counts(session).await?;
+        let continuations = store
+            .deliveries_for_session(session)
+            .await?
             .iter()
             .filter(|d| d.kind == DeliveryKind::Continuation && d.state == DeliveryState::Delivered)
             .count();
@@ -209,7 +213,7 @@ impl Stage {
         Ok(DemoSummary {
             plan_steps: PLAN.len(),
             fixes,
-            executions: summary.links.len(),
+            executions: usize::try_from(counts.links)?,
             continuations,
             operator_messages_after_approval,
             events: self.timeline.events().len(),

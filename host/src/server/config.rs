@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::exposure::Insecure;
 use super::tls::TlsFiles;
 use crate::api::Auth;
+use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::policy::Limits;
 use crate::worker::WorkerConfig;
 
@@ -52,6 +53,8 @@ pub struct ServeConfig {
     pub openai_model: String,
     /// Sent as the chat endpoint's bearer token.
     pub openai_key: Option<String>,
+    /// Characters of message text one `chatWith` request carries.
+    pub openai_budget_chars: usize,
     /// A policy file, watched for changes; `None` is the built-in policy.
     pub policy: Option<PathBuf>,
     /// The worker's settings.
@@ -87,6 +90,7 @@ impl Default for ServeConfig {
             agent_openai: None,
             openai_model: DEFAULT_OPENAI_MODEL.into(),
             openai_key: None,
+            openai_budget_chars: DEFAULT_BUDGET_CHARS,
             policy: None,
             worker: WorkerConfig::default(),
             limits: Limits::default(),

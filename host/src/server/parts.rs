@@ -48,6 +48,7 @@ pub(super) fn build_agent(
         (None, Some(url)) => {
             let mut chat = ChatConfig::new(url.clone(), config.openai_model.clone());
             chat.api_key = config.openai_key.clone();
+            chat.budget_chars = config.openai_budget_chars;
             let history = Arc::new(StoreHistory::new(store.clone(), clock));
             let agent = ChatAgent::new(chat, history).context("configure chatWith")?;
             tracing::info!(

@@ -22,7 +22,7 @@ use super::turns::TURN_COLS;
 use super::types::{Role, Turn};
 use super::{Result, Store, StoreError};
 
-const NOTICE_COLS: &str = "id, session_id, idempotency_key, message, created_at";
+pub(super) const NOTICE_COLS: &str = "id, session_id, idempotency_key, message, created_at";
 
 /// A notice recorded for the operator of a session (never replayed).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -39,7 +39,7 @@ pub struct SessionNotice {
     pub created_at: DateTime<Utc>,
 }
 
-fn notice<R: RowExt>(r: &R) -> Result<SessionNotice> {
+pub(super) fn notice<R: RowExt>(r: &R) -> Result<SessionNotice> {
     Ok(SessionNotice {
         id: r.bigint("id")?,
         session_id: r.uuid("session_id")?,
@@ -127,13 +127,5 @@ impl Store {
             .fetch_optional(self)
             .await?;
         row.as_ref().map(notice).transpose()
-    }
-
-    /// The session's notices, oldest first (empty for an unknown session).
-    pub async fn notices(&self, session_id: Uuid) -> Result<Vec<SessionNotice>> {
-        let sql =
-            format!("SELECT {NOTICE_COLS} FROM nomos_notices WHERE session_id = $1 ORDER BY id");
-        let rows = query(sql).bind(session_id).fetch_all(self).await?;
-        rows.iter().map(notice).collect()
     }
 }

@@ -64,15 +64,4 @@ impl Store {
     pub async fn delivery(&self, id: Uuid) -> Result<Option<Delivery>> {
         delivery_by(self, "id", id.into()).await
     }
-
-    /// The session's ledger, newest first (empty for an unknown session).
-    pub async fn deliveries_for_session(&self, session_id: Uuid) -> Result<Vec<Delivery>> {
-        let sql = concat!(
-            "SELECT ",
-            delivery_cols!(),
-            " FROM nomos_deliveries WHERE session_id = $1 ORDER BY created_at DESC, id DESC"
-        );
-        let rows = query(sql).bind(session_id).fetch_all(self).await?;
-        rows.iter().map(decode::delivery).collect()
-    }
 }

@@ -71,6 +71,10 @@ mod plan;
 mod policies;
 pub use overview::Overview;
 mod summary;
+pub use summary::{
+    check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,
+    SessionSummary, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
+};
 mod turns;
 mod types;
 mod windows;

@@ -341,28 +341,6 @@ pub struct ActivePolicy {
     pub activated_at: DateTime<Utc>,
 }
 
-/// Everything `GET /v1/sessions/{id}` shows.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SessionSummary {
-    /// The session.
-    pub session_id: Uuid,
-    /// Its window, if ever approved.
-    pub window: Option<Window>,
-    /// All its links, oldest first.
-    pub links: Vec<Link>,
-    /// Its ledger, newest first.
-    pub deliveries: Vec<Delivery>,
-}
-
-impl SessionSummary {
-    /// True when the store knows nothing about the session. An unknown
-    /// session is not an error: it is an empty summary, and the API decides
-    /// whether that is a 404.
-    pub fn is_empty(&self) -> bool {
-        self.window.is_none() && self.links.is_empty() && self.deliveries.is_empty()
-    }
-}
-
 /// What [`super::Store::upsert_execution_status`] did with a report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReportOutcome {

@@ -25,6 +25,7 @@
 mod continuation;
 mod decide;
 mod deliver;
+mod fold;
 mod input;
 mod notices;
 mod plan;
@@ -47,6 +48,7 @@ use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
 use crate::store::{Claim, Store, StoreError};
 
 pub use deliver::DeliverReport;
+pub use fold::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
 pub use plan::PlanReport;
 pub use rescuer::Rescuer;
 pub use wake::spawn_pg_listener;

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::decide::Verdict;
+use super::fold::{fold_notes, Finished};
 use super::{Worker, WorkerError};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
@@ -25,9 +26,6 @@ const MAX_PLAN_CONCURRENCY: usize = 8;
 
 /// Sessions planned per store transaction.
 const PLAN_GROUP: usize = 64;
-
-/// Separates the notes of executions folded into one continuation.
-pub const FOLD_SEPARATOR: &str = "\n\n---\n\n";
 
 /// What one plan step did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -53,7 +51,7 @@ pub struct PlanReport {
 struct SessionDecisions {
     /// The policy revision that decided (recorded with the continuation).
     revision: String,
-    continues: Vec<(Uuid, String)>,
+    continues: Vec<Finished>,
     drops: BTreeMap<String, Vec<Uuid>>,
     /// The window row's `updated_at` when the snapshot was read (`None`: no
     /// row): drops are written only while it is unchanged.
@@ -76,10 +74,13 @@ impl Worker {
         let statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
         let mut classes = self.classes.classes(statuses).await?;
 
-        let mut by_session: BTreeMap<Uuid, Vec<&ReadyLink>> = BTreeMap::new();
+        let mut by_session: BTreeMap<Uuid, Vec<(&ReadyLink, t::Outcome)>> = BTreeMap::new();
         for link in &ready {
             match classes.get(&link.status).unwrap_or(&Class::Deferred) {
-                Class::Terminal(_) => by_session.entry(link.session_id).or_default().push(link),
+                Class::Terminal(outcome) => by_session
+                    .entry(link.session_id)
+                    .or_default()
+                    .push((link, *outcome)),
                 Class::Running => report.waiting += 1,
                 Class::Deferred => report.deferred += 1,
                 Class::Unclassifiable(error) => {
@@ -116,15 +117,15 @@ impl Worker {
             sessions.entry(*session_id).or_default().window_seen =
                 snapshot.window.as_ref().map(|w| w.updated_at);
             let running = still_running(&snapshot, is_terminal);
-            for link in links {
+            for (link, outcome) in links {
                 inputs.push(self.decision_input(link, &snapshot, &running, now));
-                owners.push((*session_id, link.execution_id));
+                owners.push((*session_id, link.execution_id, *outcome));
             }
         }
         self.metrics.decision("wait", report.waiting as u64);
 
         let verdicts = self.decide_all(inputs).await?;
-        for ((session_id, execution_id), verdict) in owners.into_iter().zip(verdicts) {
+        for ((session_id, execution_id, outcome), verdict) in owners.into_iter().zip(verdicts) {
             let entry = sessions.entry(session_id).or_default();
             match verdict {
                 Verdict::Decided(decision, revision) => {
@@ -136,7 +137,11 @@ impl Worker {
                         }
                         t::Decision::Continue { note } => {
                             self.metrics.decision("continue", 1);
-                            entry.continues.push((execution_id, note));
+                            entry.continues.push(Finished {
+                                id: execution_id,
+                                outcome,
+                                note,
+                            });
                         }
                         t::Decision::Drop { reason } => {
                             self.metrics.decision("drop", 1);
@@ -296,13 +301,8 @@ impl Worker {
             .iter()
             .filter(|(_, decided)| !decided.continues.is_empty())
             .map(|(session_id, decided)| {
-                let ids: Vec<Uuid> = decided.continues.iter().map(|(id, _)| *id).collect();
-                let note = decided
-                    .continues
-                    .iter()
-                    .map(|(_, n)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(FOLD_SEPARATOR);
+                let ids: Vec<Uuid> = decided.continues.iter().map(|f| f.id).collect();
+                let note = fold_notes(&decided.continues);
                 let key = idempotency_key("c", *session_id, &ids, "");
                 Folded {
                     revision: &decided.revision,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use nomos_continue::agent::chat::NOTE_LABEL;
+use nomos_continue::agent::chat::{DEFAULT_BUDGET_CHARS, NOTE_LABEL};
 use nomos_continue::agent::{
     async_trait, AdapterConfigError, Agent, ChatAgent, ChatConfig, ChatHistory, ChatTurn,
     HistoryError,
@@ -108,6 +108,9 @@ impl ChatHistory for MemoryHistory {
 
 const API_KEY: &str = "sk-test";
 const MODEL: &str = "test-model";
+/// The fake model's context window, in characters of message text: a
+/// longer request is refused with a 400, as a real endpoint does.
+const CONTEXT_CHARS: usize = 20_000;
 
 /// Checks a request as an OpenAI-compatible server would; `None` if valid.
 fn protocol_error(request: &RecordedRequest) -> Option<Reply> {
@@ -143,6 +146,14 @@ fn protocol_error(request: &RecordedRequest) -> Option<Reply> {
     });
     if !well_formed {
         return error(400, "malformed messages");
+    }
+    let size: usize = messages
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .map(|c| c.chars().count())
+        .sum();
+    if size > CONTEXT_CHARS {
+        return error(400, "maximum context length exceeded");
     }
     None
 }
@@ -375,6 +386,86 @@ async fn chat_notice_is_recorded_for_the_operator_not_the_model() {
     assert!(sent
         .iter()
         .all(|(_, c)| !c.contains(&notice("n-1").message)));
+}
+
+/// A session longer than the model's context window: replayed whole, the
+/// model refuses it for good; within a budget below the window, the oldest
+/// turns are left out behind a marker that counts them, the newest are
+/// replayed, and the continuation is delivered.
+#[tokio::test]
+async fn chat_replays_a_long_session_within_the_budget() {
+    let mut stored = vec![("system".to_string(), "You are the ops agent.".to_string())];
+    for i in 0..400 {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        stored.push((role.to_string(), format!("turn {i:03}: {}", "z".repeat(90))));
+    }
+    let refs: Vec<(&str, &str)> = stored
+        .iter()
+        .map(|(r, c)| (r.as_str(), c.as_str()))
+        .collect();
+    let history = MemoryHistory::with(&refs);
+    let (_, server) = RecordingServer::start(openai_script())
+        .await
+        .expect("bind loopback");
+    let agent = |budget_chars: usize| {
+        let mut config = ChatConfig::new(server.url(""), MODEL);
+        config.api_key = Some(API_KEY.to_string());
+        config.budget_chars = budget_chars;
+        ChatAgent::new(config, history.clone()).expect("config")
+    };
+    const {
+        assert!(
+            DEFAULT_BUDGET_CHARS > CONTEXT_CHARS,
+            "the fake model is small"
+        )
+    };
+    let text = permanent(
+        agent(DEFAULT_BUDGET_CHARS)
+            .continue_session(&continuation("k-0"))
+            .await,
+    );
+    assert!(text.contains("context length"), "{text}");
+
+    let cont = continuation("k-1");
+    agent(CONTEXT_CHARS)
+        .continue_session(&cont)
+        .await
+        .expect("delivered within the budget");
+    let requests = server.requests();
+    let sent = messages(&requests[requests.len() - 1]);
+    let size: usize = sent.iter().map(|(_, c)| c.chars().count()).sum();
+    assert!(size <= CONTEXT_CHARS, "{size} characters sent");
+    assert_eq!(
+        sent[0],
+        pairs(&[(
+            "system",
+            &format!("You are the ops agent.\n\n{}", cont.soul)
+        )])[0]
+    );
+    let (role, marker) = &sent[1];
+    assert_eq!(role, "user");
+    assert!(marker.starts_with(NOTE_LABEL), "{marker}");
+    let kept = &sent[2..sent.len() - 1];
+    let omitted = 400 - kept.len();
+    assert!(
+        omitted > 0 && marker.contains(&format!("{omitted} earlier turns")),
+        "{marker}"
+    );
+    assert_eq!(
+        kept,
+        &pairs(&refs[refs.len() - kept.len()..])[..],
+        "the newest turns"
+    );
+    assert_eq!(
+        sent[sent.len() - 1].1,
+        format!("{NOTE_LABEL}\n{}", cont.note)
+    );
+    let replies = history
+        .stored()
+        .into_iter()
+        .filter(|t| t.role == "assistant")
+        .count();
+    assert_eq!(replies, 200 + 1, "the reply is stored");
 }
 
 #[test]
