@@ -43,6 +43,7 @@ nomos_continue_tests::on_both_stores! {
     misc::approval_duration_is_bounded => approval_duration_is_bounded,
     misc::turns_keep_order => turns_keep_order,
     misc::policy_revisions_and_activation => policy_revisions_and_activation,
+    misc::policy_rollback_target_and_compare_and_set => policy_rollback_target_and_compare_and_set,
     misc::status_for_unknown_execution_creates_it => status_for_unknown_execution_creates_it,
     misc::status_upsert_wakes_listeners => status_upsert_wakes_listeners,
     executions::executions_batch_read_keeps_order => executions_batch_read_keeps_order,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::exposure::Insecure;
 use super::tls::TlsFiles;
-use crate::api::Auth;
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
+use crate::api::Auth;
 use crate::policy::Limits;
 use crate::worker::WorkerConfig;
 

@@ -133,7 +133,23 @@ async fn no_request_gets_a_5xx_a_panic_or_a_non_json_error() {
     let mut by_status = std::collections::BTreeMap::<u16, u64>::new();
 
     for n in 0..requests {
-        let (path, natural) = path(&mut rng, &known);
+        let (mut path, natural) = path(&mut rng, &known);
+        if rng.gen_bool(0.2) {
+            let query = [
+                "limit=0",
+                "limit=1",
+                "limit=500",
+                "limit=501",
+                "limit=-1",
+                "limit=abc",
+                "links_cursor=l1.garbage",
+                "deliveries_cursor=n1.AAAA",
+                "notices_cursor=%FF%00",
+                "unknown=1",
+                "limit=1&limit=2",
+            ];
+            path = format!("{path}?{}", query.choose(&mut rng).copied().unwrap_or("x"));
+        }
         // Mostly the route's own method, so most requests reach a handler.
         let method = if rng.gen_bool(0.75) {
             natural

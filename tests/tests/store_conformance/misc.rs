@@ -282,6 +282,54 @@ pub async fn policy_revisions_and_activation(store: Store) {
     );
 }
 
+/// The activation log behind `POST /v1/policy/rollback`: the target is the
+/// last revision activated other than the active one, and the swap is a
+/// compare-and-set on the active revision.
+pub async fn policy_rollback_target_and_compare_and_set(store: Store) {
+    let (a, b) = (b"policy a".to_vec(), b"policy b".to_vec());
+    let (ha, hb) = (Revision::of(&a).0, Revision::of(&b).0);
+    assert_eq!(
+        store.rollback_target().await.unwrap(),
+        None,
+        "nothing active"
+    );
+    store
+        .save_policy_revision(&ha, &a, "p", "1", t0())
+        .await
+        .unwrap();
+    store
+        .save_policy_revision(&hb, &b, "p", "2", t0())
+        .await
+        .unwrap();
+    store.activate_policy(&ha, at(1)).await.unwrap();
+    assert_eq!(
+        store.rollback_target().await.unwrap(),
+        None,
+        "nothing before it"
+    );
+    store.activate_policy(&hb, at(2)).await.unwrap();
+    let (current, target) = store.rollback_target().await.unwrap().expect("target");
+    assert_eq!(
+        (current.as_str(), target.hash.as_str()),
+        (hb.as_str(), ha.as_str())
+    );
+    assert_eq!(target.wasm, a);
+
+    // Decided against b, but a was activated meanwhile: nothing changes.
+    store.activate_policy(&ha, at(3)).await.unwrap();
+    assert!(!store.replace_active_policy(&hb, &ha, at(4)).await.unwrap());
+    // Decided against the active revision: swapped and logged, so the next
+    // rollback undoes this one.
+    assert!(store.replace_active_policy(&ha, &hb, at(5)).await.unwrap());
+    let active = store.active_policy().await.unwrap().expect("active");
+    assert_eq!(
+        (active.hash.as_str(), active.activated_at),
+        (hb.as_str(), at(5))
+    );
+    let (_, target) = store.rollback_target().await.unwrap().expect("target");
+    assert_eq!(target.hash, ha);
+}
+
 pub async fn status_for_unknown_execution_creates_it(store: Store) {
     let exec = Uuid::new_v4();
     assert_eq!(read_execution(&store, exec).await, None);
