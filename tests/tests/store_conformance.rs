@@ -26,6 +26,10 @@ mod plan;
 #[path = "store_conformance/workers.rs"]
 mod workers;
 
+/// A policy revision that has classified no status: every reported link is
+/// a candidate of the worker's poll.
+pub(crate) const NO_REVISION: &str = "no-revision";
+
 use nomos_continue::store::{ContinuationPlan, Delivery, Execution, PlanOutcome, Route, Store};
 
 use chrono::{DateTime, Duration, Utc};
@@ -54,6 +58,7 @@ nomos_continue_tests::on_both_stores! {
     links::link_is_idempotent => link_is_idempotent,
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,
+    links::links_classified_running_are_not_polled => links_classified_running_are_not_polled,
     links::session_snapshot_lists_still_running => session_snapshot_lists_still_running,
     links::drop_links_records_notice_once => drop_links_records_notice_once,
     plan::plan_happy_path => plan_happy_path,

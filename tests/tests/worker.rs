@@ -15,6 +15,8 @@ mod promises;
 mod races;
 #[path = "worker/served.rs"]
 mod served;
+#[path = "worker/starvation.rs"]
+mod starvation;
 #[path = "worker/wake.rs"]
 mod wake;
 

@@ -139,10 +139,15 @@ pub async fn link_counts(store: &Store) -> Result<(i64, i64)> {
 }
 
 /// `EXPLAIN (ANALYZE, BUFFERS)` of exactly the query
-/// [`Store::pending_links_ready`] runs for a first page of `limit` rows.
-pub async fn explain_pending_links(store: &Store, limit: i64) -> Result<String> {
+/// [`Store::pending_links_ready`] runs for a first page of `limit` rows
+/// under policy `revision`.
+pub async fn explain_pending_links(store: &Store, limit: i64, revision: &str) -> Result<String> {
     let pool = pg(store)?;
     let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {PENDING_LINKS}");
-    let lines: Vec<String> = sqlx::query_scalar(&sql).bind(limit).fetch_all(pool).await?;
+    let lines: Vec<String> = sqlx::query_scalar(&sql)
+        .bind(limit)
+        .bind(revision)
+        .fetch_all(pool)
+        .await?;
     Ok(lines.join("\n"))
 }

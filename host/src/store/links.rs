@@ -40,8 +40,13 @@ macro_rules! ready_cols {
     };
 }
 
-/// The worker's poll, `$1` being the limit and `$after` the condition that
-/// starts a later page after a cursor.
+/// The worker's poll, `$1` being the limit, `$2` the active policy
+/// revision and `$after` the condition that starts a later page after a
+/// cursor. A link whose status that revision has classified as running (a
+/// row of `nomos_status_classes`) is not read: running executions never
+/// fill a page, so a finished one behind any number of them is read in the
+/// next pass. A status not classified yet is read, classified in the pass,
+/// and left out from then on.
 macro_rules! pending_links {
     ($after:literal) => {
         concat!(
@@ -49,7 +54,9 @@ macro_rules! pending_links {
             ready_cols!(),
             " FROM nomos_plan_executions l \
              JOIN executions e ON e.id = l.execution_id \
-             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL AND e.status IS NOT NULL ",
+             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL AND e.status IS NOT NULL \
+               AND NOT EXISTS (SELECT 1 FROM nomos_status_classes c \
+                   WHERE c.revision = $2 AND c.status = e.status AND NOT c.terminal) ",
             $after,
             " ORDER BY l.created_at, l.execution_id LIMIT $1"
         )
@@ -60,9 +67,9 @@ macro_rules! pending_links {
 /// `EXPLAIN` so that what is measured is what runs.
 pub(crate) const PENDING_LINKS: &str = pending_links!("");
 
-/// A later page: after the cursor `($2, $3)` = (link time, execution id).
+/// A later page: after the cursor `($3, $4)` = (link time, execution id).
 const PENDING_LINKS_AFTER: &str =
-    pending_links!("AND l.created_at >= $2 AND (l.created_at, l.execution_id) > ($2, $3)");
+    pending_links!("AND l.created_at >= $3 AND (l.created_at, l.execution_id) > ($3, $4)");
 
 impl Store {
     /// Links executions to the session whose tool result mentioned them.
@@ -122,12 +129,14 @@ impl Store {
     /// row, in link order `(created_at, execution_id)`, at most `limit`.
     ///
     /// Served by the partial index `idx_nomos_plan_exec_ready` (migration
-    /// 030: same predicate, read in order, index-only), so its cost depends
-    /// on `limit`, not on history (see BENCHMARKS.md). Statuses are returned raw: the policy decides
-    /// what is terminal. Pass the [`ReadyLink::cursor`] of the last row as
-    /// `after` to read the next page; links still running otherwise fill
-    /// every page. Links whose execution has not reported yet are not
-    /// returned (there is nothing to decide).
+    /// 030: same predicate, read in order), so its cost depends on `limit`
+    /// and on the links still running, not on history (see BENCHMARKS.md).
+    /// Links whose status `revision` (the active policy revision) has
+    /// classified as running are left out, so they can never starve a
+    /// finished link behind them; other statuses are returned raw, and the
+    /// policy decides what is terminal. Pass the [`ReadyLink::cursor`] of
+    /// the last row as `after` to read the next page. Links whose execution
+    /// has not reported yet are not returned (there is nothing to decide).
     ///
     /// The `executions` row may come from a runtime's own relation (see
     /// `executions.rs`): a NULL result reads as `""`, a NULL `updated_at` as
@@ -140,15 +149,17 @@ impl Store {
         &self,
         after: Option<PendingCursor>,
         limit: i64,
+        revision: &str,
     ) -> Result<Vec<ReadyLink>> {
         let mut out = Vec::new();
         let mut cursor = after;
         loop {
             let want = limit - out.len() as i64;
             let rows = match cursor {
-                None => query(PENDING_LINKS).bind(want),
+                None => query(PENDING_LINKS).bind(want).bind(revision),
                 Some(c) => query(PENDING_LINKS_AFTER)
                     .bind(want)
+                    .bind(revision)
                     .bind(c.linked_at)
                     .bind(c.execution_id),
             }

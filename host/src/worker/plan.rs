@@ -18,6 +18,10 @@ use crate::store::{
 };
 
 /// Pages of ready links read per pass; the rest wait for the next pass.
+/// Links known to be running are not read (see
+/// [`Store::pending_links_ready`](crate::store::Store::pending_links_ready)),
+/// so this bounds finished work per pass, and running executions cannot
+/// starve what finished behind them.
 const MAX_PAGES: usize = 20;
 
 /// The most sessions the plan step reads or settles at once (the PostgreSQL
@@ -192,15 +196,16 @@ impl Worker {
             .clamp(1, MAX_PLAN_CONCURRENCY)
     }
 
-    /// Links whose execution has reported, oldest first, a bounded number
-    /// of pages.
+    /// Links whose execution has reported a status the active revision has
+    /// not classified as running, oldest first, a bounded number of pages.
     async fn read_ready(&self) -> Result<Vec<ReadyLink>, WorkerError> {
         let mut ready: Vec<ReadyLink> = Vec::new();
         let mut cursor = None;
+        let revision = self.policy.runtime().active_revision();
         for _ in 0..MAX_PAGES {
             let page = self
                 .store
-                .pending_links_ready(cursor, self.config.batch)
+                .pending_links_ready(cursor, self.config.batch, &revision.0)
                 .await?;
             let full = page.len() as i64 >= self.config.batch;
             cursor = page.last().map(ReadyLink::cursor);

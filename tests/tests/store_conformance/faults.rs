@@ -12,7 +12,7 @@ use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
 use uuid::Uuid;
 
-use super::{at, ids, read_execution, t0};
+use super::{at, ids, read_execution, t0, NO_REVISION};
 
 /// Runs `sql` (one or more statements) on the store's own database.
 async fn exec(store: &Store, sql: &str) {
@@ -224,7 +224,10 @@ pub async fn null_columns_of_a_runtime_relation_stall_nobody(store: Store) {
         .await
         .expect("good report");
 
-    let ready = store.pending_links_ready(None, 10).await.expect("poll");
+    let ready = store
+        .pending_links_ready(None, 10, NO_REVISION)
+        .await
+        .expect("poll");
     let seen: Vec<Uuid> = ready.iter().map(|l| l.execution_id).collect();
     let mut want = vec![no_result, no_updated_at];
     want.sort();
@@ -298,7 +301,10 @@ pub async fn an_undecodable_row_is_skipped_and_paging_goes_on(store: Store) {
                 linked_at: at(i as i64 + 1),
                 execution_id: links[i],
             });
-            let rows = store.pending_links_ready(cursor, 2).await.expect("page");
+            let rows = store
+                .pending_links_ready(cursor, 2, NO_REVISION)
+                .await
+                .expect("page");
             rows.iter().map(|l| l.execution_id).collect::<Vec<_>>()
         }
     };

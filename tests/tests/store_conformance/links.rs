@@ -2,10 +2,12 @@
 
 use chrono::Duration;
 use nomos_continue::classes::still_running;
-use nomos_continue::store::{DeliveryKind, DeliveryState, LinkState, Notice, Route, Store};
+use nomos_continue::store::{
+    DeliveryKind, DeliveryState, LinkState, Notice, Route, Store, StoredClass,
+};
 use uuid::Uuid;
 
-use super::{at, ids, planned, ready_session, t0};
+use super::{at, ids, planned, ready_session, t0, NO_REVISION};
 
 pub async fn link_is_idempotent(store: Store) {
     let session = Uuid::new_v4();
@@ -72,7 +74,10 @@ pub async fn pending_links_page_with_cursor(store: Store) {
     let mut seen = Vec::new();
     let mut after = None;
     loop {
-        let page = store.pending_links_ready(after, 2).await.unwrap();
+        let page = store
+            .pending_links_ready(after, 2, NO_REVISION)
+            .await
+            .unwrap();
         assert!(page.len() <= 2);
         seen.extend(page.iter().map(|r| r.execution_id));
         match page.last() {
@@ -81,12 +86,68 @@ pub async fn pending_links_page_with_cursor(store: Store) {
         }
     }
     assert_eq!(seen, e[1..5].to_vec());
-    let first = &store.pending_links_ready(None, 1).await.unwrap()[0];
+    let first = &store
+        .pending_links_ready(None, 1, NO_REVISION)
+        .await
+        .unwrap()[0];
     assert_eq!(
         (first.session_id, first.linked_at, first.status.as_str()),
         (session, at(1), "running")
     );
     assert_eq!(first.finished_at, None);
+}
+
+/// The poll leaves out links whose status the active revision classified
+/// as running, so any number of them cannot starve a finished one behind
+/// them; a status it has not classified, or classified terminal, is read.
+pub async fn links_classified_running_are_not_polled(store: Store) {
+    let session = Uuid::new_v4();
+    let e = ids(4);
+    for (i, id) in e.iter().enumerate() {
+        store.link(session, &[*id], at(i as i64)).await.unwrap();
+    }
+    for (id, status) in e.iter().zip(["running", "running", "failed", "queued"]) {
+        store
+            .upsert_execution_status(*id, status, "", at(10), status == "failed")
+            .await
+            .unwrap();
+    }
+    let classes = [
+        StoredClass {
+            status: "running".into(),
+            outcome: None,
+        },
+        StoredClass {
+            status: "failed".into(),
+            outcome: Some("failed".into()),
+        },
+    ];
+    store
+        .save_status_classes("rev-a", &classes, at(10))
+        .await
+        .unwrap();
+    let polled = |revision: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .pending_links_ready(None, 1, revision)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.execution_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    // A page of one: the running links ahead no longer fill it.
+    assert_eq!(polled("rev-a").await, vec![e[2]]);
+    let all = store.pending_links_ready(None, 10, "rev-a").await.unwrap();
+    assert_eq!(
+        all.iter().map(|r| r.execution_id).collect::<Vec<_>>(),
+        vec![e[2], e[3]],
+        "the unclassified status is read"
+    );
+    // Another revision classified nothing: everything is read again.
+    assert_eq!(polled("rev-b").await, vec![e[0]]);
 }
 
 pub async fn session_snapshot_lists_still_running(store: Store) {

@@ -7,7 +7,7 @@ use nomos_continue::store::{
 };
 use uuid::Uuid;
 
-use super::{at, ids, planned, ready_session, t0};
+use super::{at, ids, planned, ready_session, t0, NO_REVISION};
 
 async fn plan_with(
     store: &Store,
@@ -104,7 +104,7 @@ pub async fn plan_happy_path(store: Store) {
     let links = store.session_summary(session).await.unwrap().links;
     assert!(links.iter().all(|l| l.delivery_id == Some(d.id)));
     assert!(store
-        .pending_links_ready(None, 10)
+        .pending_links_ready(None, 10, NO_REVISION)
         .await
         .unwrap()
         .is_empty());
