@@ -200,3 +200,18 @@ impl Metrics {
         out
     }
 }
+
+/// The backlog gauges, read from the store at scrape time so every replica
+/// reports the same database-wide figure: how many finished executions wait
+/// to be settled, and for how long the oldest has waited.
+pub fn render_backlog(finished: i64, oldest_age: Option<chrono::Duration>) -> String {
+    let age = oldest_age.map_or(0.0, |a| a.num_milliseconds().max(0) as f64 / 1e3);
+    format!(
+        "# HELP nomos_continue_backlog_finished Finished executions whose links are not settled yet.\n\
+         # TYPE nomos_continue_backlog_finished gauge\n\
+         nomos_continue_backlog_finished {finished}\n\
+         # HELP nomos_continue_backlog_oldest_age_seconds How long the oldest finished, unsettled execution has waited (0 when none does).\n\
+         # TYPE nomos_continue_backlog_oldest_age_seconds gauge\n\
+         nomos_continue_backlog_oldest_age_seconds {age}\n"
+    )
+}

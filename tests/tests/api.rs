@@ -126,6 +126,7 @@ async fn happy_path(api: &ServedApi) {
         "nomos_continue_pickup_latency_seconds_bucket",
         "nomos_continue_policy_active_revision",
         "nomos_continue_pending_links",
+        "nomos_continue_backlog_oldest_age_seconds",
     ] {
         assert!(
             answer.text.contains(name),
@@ -133,6 +134,13 @@ async fn happy_path(api: &ServedApi) {
             answer.text
         );
     }
+    // The failed execution above is finished and not settled (no worker).
+    let backlog: Option<i64> = answer
+        .text
+        .lines()
+        .find_map(|l| l.strip_prefix("nomos_continue_backlog_finished "))
+        .and_then(|v| v.parse().ok());
+    assert!(backlog.is_some_and(|n| n >= 1), "{}", answer.text);
 
     let answer = api
         .json(

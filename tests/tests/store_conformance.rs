@@ -59,6 +59,7 @@ nomos_continue_tests::on_both_stores! {
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,
     links::links_classified_running_are_not_polled => links_classified_running_are_not_polled,
+    links::backlog_counts_finished_unsettled_links => backlog_counts_finished_unsettled_links,
     links::session_snapshot_lists_still_running => session_snapshot_lists_still_running,
     links::drop_links_records_notice_once => drop_links_records_notice_once,
     plan::plan_happy_path => plan_happy_path,

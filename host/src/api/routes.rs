@@ -15,6 +15,7 @@ use super::error::{parse_id, parse_json, storable, ApiError};
 use super::limits::{cap_text, max_result_bytes, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 use super::AppState;
 use crate::classes::{ClassError, StatusClasses};
+use crate::metrics::render_backlog;
 use crate::policy::types::null_as_empty;
 use crate::policy::{PolicyFailure, PolicyHandle, PolicyTaskFailed};
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
@@ -219,10 +220,20 @@ pub(super) async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
+/// The process's counters, and the database-wide backlog gauges. A
+/// database that cannot answer leaves the gauges out (logged) rather than
+/// failing the scrape: the counters are still worth having.
 pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let text = state
+    let mut text = state
         .metrics
         .render(&state.policy.stats(), &state.policy.active_revision().0);
+    match state.store.backlog().await {
+        Ok(backlog) => {
+            let age = backlog.oldest_finished_at.map(|at| state.clock.now() - at);
+            text.push_str(&render_backlog(backlog.finished, age));
+        }
+        Err(e) => tracing::warn!("metrics: backlog gauges left out: {e}"),
+    }
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

@@ -69,7 +69,7 @@ pub use migrate::LOCK_ATTEMPTS;
 mod overview;
 mod plan;
 mod policies;
-pub use overview::Overview;
+pub use overview::{Backlog, Overview};
 mod summary;
 pub use summary::{
     check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,

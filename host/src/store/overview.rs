@@ -2,6 +2,7 @@
 //! summary, read from the tables rather than from in-memory counters, so
 //! they hold across restarts and replicas.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::decode::{self, RowExt};
@@ -54,7 +55,32 @@ const COUNTS: &str = concat!(
       AS notices_delivered"
 );
 
+/// What an operator alerts on: finished executions whose links are not
+/// settled yet (decided, planned or delivering), and how old the oldest is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Backlog {
+    /// Unsettled links whose execution has finished.
+    pub finished: i64,
+    /// When the oldest of them finished; `None` when there are none.
+    pub oldest_finished_at: Option<DateTime<Utc>>,
+}
+
+/// Served by the seed's partial index on unsettled links: its cost is the
+/// unsettled links, not the history.
+const BACKLOG: &str = "SELECT COUNT(*) AS finished, MIN(e.finished_at) AS oldest \
+     FROM nomos_plan_executions l JOIN executions e ON e.id = l.execution_id \
+     WHERE l.continued_at IS NULL AND e.finished_at IS NOT NULL";
+
 impl Store {
+    /// The backlog of finished, unsettled executions (see [`Backlog`]).
+    pub async fn backlog(&self) -> Result<Backlog> {
+        let row = query(BACKLOG).fetch_one(self).await?;
+        Ok(Backlog {
+            finished: row.bigint("finished")?,
+            oldest_finished_at: row.opt_time("oldest")?,
+        })
+    }
+
     /// Counts of links and deliveries by state, over every session.
     pub async fn overview(&self) -> Result<Overview> {
         let c = query(COUNTS).fetch_one(self).await?;

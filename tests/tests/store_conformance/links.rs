@@ -3,7 +3,7 @@
 use chrono::Duration;
 use nomos_continue::classes::still_running;
 use nomos_continue::store::{
-    DeliveryKind, DeliveryState, LinkState, Notice, Route, Store, StoredClass,
+    Backlog, DeliveryKind, DeliveryState, LinkState, Notice, Route, Store, StoredClass,
 };
 use uuid::Uuid;
 
@@ -148,6 +148,39 @@ pub async fn links_classified_running_are_not_polled(store: Store) {
     );
     // Another revision classified nothing: everything is read again.
     assert_eq!(polled("rev-b").await, vec![e[0]]);
+}
+
+/// The backlog gauges' source: finished executions whose links are not
+/// settled, planned ones included, and when the oldest of them finished.
+pub async fn backlog_counts_finished_unsettled_links(store: Store) {
+    assert_eq!(store.backlog().await.unwrap(), Backlog::default());
+    let (session, e) = ready_session(&store, 3).await; // finished at at(1)
+    let running = Uuid::new_v4();
+    store.link(session, &[running], t0()).await.unwrap();
+    store
+        .upsert_execution_status(running, "running", "", at(2), false)
+        .await
+        .unwrap();
+    let late = Uuid::new_v4();
+    store.link(Uuid::new_v4(), &[late], t0()).await.unwrap();
+    store
+        .upsert_execution_status(late, "failed", "", at(5), true)
+        .await
+        .unwrap();
+    let backlog = store.backlog().await.unwrap();
+    assert_eq!(
+        (backlog.finished, backlog.oldest_finished_at),
+        (4, Some(at(1)))
+    );
+    // Planned is still waiting; settled is not.
+    planned(&store, session, &e[..1], at(6)).await;
+    assert_eq!(store.backlog().await.unwrap().finished, 4);
+    store
+        .drop_links_seen(session, &e, "test", None, at(7), None)
+        .await
+        .unwrap();
+    let backlog = store.backlog().await.unwrap();
+    assert!(backlog.finished < 4, "{backlog:?}");
 }
 
 pub async fn session_snapshot_lists_still_running(store: Store) {
