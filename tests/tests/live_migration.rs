@@ -415,3 +415,35 @@ async fn the_binary_refuses_a_database_from_a_newer_release() {
         );
     }
 }
+
+/// Replicas started together all migrate. A process waiting on sqlx's
+/// advisory lock holds a running statement that the holder's
+/// `CREATE INDEX CONCURRENTLY` waits for, which PostgreSQL reported as a
+/// deadlock; the waiters now poll a lock of their own instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_migrating_together_all_succeed() {
+    let Some(db) = empty_postgres().await else {
+        return;
+    };
+    let mut replicas = Vec::new();
+    for _ in 0..3 {
+        replicas.push(Store::connect(&db.url).await.expect("connect"));
+    }
+    let (a, b, c) = tokio::join!(
+        replicas[0].migrate(),
+        replicas[1].migrate(),
+        replicas[2].migrate()
+    );
+    for (i, result) in [a, b, c].into_iter().enumerate() {
+        result.unwrap_or_else(|e| panic!("replica {i} failed to migrate: {e}"));
+    }
+    assert_eq!(
+        db.store.applied_migrations().await.expect("applied"),
+        (17..=LATEST_MIGRATION).collect::<Vec<_>>()
+    );
+    assert_schema_complete(&db.store).await;
+    for store in replicas {
+        store.close().await;
+    }
+    db.cleanup().await;
+}

@@ -21,6 +21,13 @@
 //!   table to find the index: it waits for every write transaction in
 //!   flight, and inserts queue behind it. 017 is the seed's text and stays
 //!   as it is, so its lock timeout is set here, around it.
+//! - **Replicas starting together.** Only one process migrates at a time.
+//!   A process waiting for sqlx's advisory lock holds a running statement,
+//!   and the holder's `CREATE INDEX CONCURRENTLY` waits for every running
+//!   statement: PostgreSQL would report a deadlock and abort one of them.
+//!   So processes first take a lock of our own by polling
+//!   `pg_try_advisory_lock` (no statement left waiting), and only its
+//!   holder goes on to sqlx's lock, uncontended.
 //! - **A newer schema.** A database migrated by a newer release is refused
 //!   with both versions ([`StoreError::NewerSchema`]) rather than sqlx's
 //!   "previously applied but is missing".
@@ -66,6 +73,15 @@ const SEED_LOCK_TIMEOUT: &str = "SET lock_timeout = '500ms'";
 
 /// PostgreSQL's `lock_not_available`, raised when `lock_timeout` expires.
 const LOCK_NOT_AVAILABLE: &str = "55P03";
+/// PostgreSQL's `deadlock_detected`: a migrator of an older release (or
+/// sqlx's CLI) waited on sqlx's lock while an index was built. Retried
+/// like a lock timeout.
+const DEADLOCK_DETECTED: &str = "40P01";
+
+/// The advisory lock key only one migrating process holds ("nomosmig").
+const MIGRATE_LOCK: i64 = 0x6e6f_6d6f_736d_6967;
+/// How often a process waiting to migrate tries the lock again.
+const MIGRATE_LOCK_POLL: Duration = Duration::from_millis(250);
 
 impl Store {
     /// The embedded migrator for a backend, for tools that want to inspect
@@ -186,16 +202,39 @@ impl Store {
     }
 }
 
-/// Locks, drops leftovers of interrupted index builds, runs, unlocks.
-/// `pg_advisory_lock` nests within a session, so the migrator's own
-/// lock/unlock inside `run` keeps ours held.
+/// Takes our migration lock (see the module documentation), drops
+/// leftovers of interrupted index builds, runs, unlocks. The migrator takes
+/// sqlx's own lock inside `run`, uncontended among our processes.
 async fn migrate_pg(conn: &mut PgConnection) -> Result<()> {
-    conn.lock().await?;
+    lock_migrations(conn).await?;
     conn.ensure_migrations_table().await?;
     drop_interrupted_indexes(conn).await?;
     run_seed(conn).await?;
     PG_MIGRATOR.run(&mut *conn).await?;
-    conn.unlock().await?;
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(MIGRATE_LOCK)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Polls for the migration lock, so that waiting leaves no statement
+/// running for another migrator's index build to wait on.
+async fn lock_migrations(conn: &mut PgConnection) -> Result<()> {
+    for polls in 0u64.. {
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(MIGRATE_LOCK)
+            .fetch_one(&mut *conn)
+            .await?;
+        if locked {
+            break;
+        }
+        // Once at first, then about every half minute.
+        if polls % 120 == 0 {
+            tracing::info!("another process is migrating the database; waiting for it");
+        }
+        tokio::time::sleep(MIGRATE_LOCK_POLL).await;
+    }
     Ok(())
 }
 
@@ -290,7 +329,7 @@ fn names(sql: &str, identifier: &str) -> bool {
 fn is_lock_timeout(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
-        .is_some_and(|code| code == LOCK_NOT_AVAILABLE)
+        .is_some_and(|code| code == LOCK_NOT_AVAILABLE || code == DEADLOCK_DETECTED)
 }
 
 #[cfg(test)]
