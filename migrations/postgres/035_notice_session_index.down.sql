@@ -1,2 +1,3 @@
--- Reverses 035.
-DROP INDEX IF EXISTS idx_nomos_notices_session;
+-- no-transaction
+-- Reverses 035 without blocking writes to the notice table.
+DROP INDEX CONCURRENTLY IF EXISTS idx_nomos_notices_session;

@@ -113,9 +113,20 @@ fn cursor_parts<'t, const N: usize>(tag: &str, text: &'t str) -> Result<[&'t str
 }
 
 /// A time and a UUID, as the link and delivery cursors hold them.
+/// 0000-01-01T00:00:00Z in microseconds since the Unix epoch.
+const CURSOR_MIN_MICROS: i64 = -62_167_219_200_000_000;
+/// 9999-12-31T23:59:59.999999Z in microseconds since the Unix epoch.
+const CURSOR_MAX_MICROS: i64 = 253_402_300_799_999_999;
+
 fn time_and_id(tag: &str, text: &str) -> Result<(DateTime<Utc>, Uuid)> {
     let [micros, id] = cursor_parts::<2>(tag, text)?;
     let micros: i64 = micros.parse().map_err(|_| bad_cursor(text))?;
+    // Years 0 to 9999 in microseconds: chrono accepts far more than
+    // PostgreSQL's timestamps, and a time PostgreSQL refuses would be a
+    // database error (a 503 a client retries) instead of a bad cursor.
+    if !(CURSOR_MIN_MICROS..=CURSOR_MAX_MICROS).contains(&micros) {
+        return Err(bad_cursor(text));
+    }
     let at = from_micros("cursor", micros).map_err(|_| bad_cursor(text))?;
     let id = Uuid::parse_str(id).map_err(|_| bad_cursor(text))?;
     Ok((at, id))
