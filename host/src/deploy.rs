@@ -160,20 +160,24 @@ impl PolicyDeployment {
     }
 
     /// Returns to the previously active revision in one step (see
-    /// [`Store::rollback_target`]): vetted and activated here first, as an
-    /// upload is, then made active in the database only if the revision it
-    /// replaces is still the active one. Answers `(from, to)`.
+    /// [`Store::rollback_target`]): vetted here without a swap, made active
+    /// in the database only if the revision it replaces is still the active
+    /// one, then swapped in here. So a rollback that loses a race changes
+    /// nothing anywhere, and this replica never runs a revision the
+    /// database did not make active. Answers `(from, to)`.
     pub async fn rollback(&self) -> Result<(Revision, Revision), DeployError> {
         let (current, target) = self
             .store
             .rollback_target()
             .await?
             .ok_or(DeployError::NothingToRollBack)?;
-        let revision = self
+        let wasm = target.wasm;
+        let (checked, wasm) = self
             .policy
-            .activate(target.wasm)
+            .run(move |runtime| (runtime.check(&wasm).map(|(revision, _)| revision), wasm))
             .await
-            .map_err(|e| DeployError::Task(e.to_string()))??;
+            .map_err(|e| DeployError::Task(e.to_string()))?;
+        let revision = checked?;
         let replaced = self
             .store
             .replace_active_policy(&current, &revision.0, self.clock.now())
@@ -181,7 +185,15 @@ impl PolicyDeployment {
         if !replaced {
             return Err(DeployError::Raced);
         }
-        self.classify_pending().await;
+        // The database names it now: a failure here is corrected by the
+        // database watcher, which converges on it.
+        match self.policy.activate(wasm).await {
+            Ok(Ok(_)) => self.classify_pending().await,
+            Ok(Err(e)) => {
+                tracing::error!(revision = %revision.short(), "rolled back in the database but refused here: {e}")
+            }
+            Err(e) => tracing::warn!("rolled back in the database; the swap here failed: {e}"),
+        }
         Ok((Revision(current), revision))
     }
 
