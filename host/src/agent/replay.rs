@@ -11,7 +11,9 @@
 //! system prompt (with the SOUL) and the note are always sent, since without
 //! them the model does not know how to behave or why it was called; the
 //! newest turns come next, as the model needs the latest context most; and
-//! the oldest are left out, replaced by one marker saying how many. The
+//! the oldest are left out, replaced by one marker saying how many. Stored
+//! system turns are bounded too (half the budget, newest kept, the rest
+//! counted in one line): the runtime writes them, and they can add up. The
 //! turns kept are a contiguous run ending at the newest, so the model never
 //! sees a conversation with holes in the middle.
 //!
@@ -101,7 +103,7 @@ pub fn build_messages_within(
             }
         }
     }
-    let mut prompt = system.join("\n\n");
+    let mut prompt = system_within(&system, budget / 2);
     if !soul.is_empty() {
         if !prompt.is_empty() {
             prompt.push_str("\n\n");
@@ -122,6 +124,34 @@ pub fn build_messages_within(
     messages.extend(replay.drain(kept_from..));
     messages.push(note);
     Ok(messages)
+}
+
+/// The stored system turns within `room` characters: the newest that fit,
+/// in their order, and a line counting the older ones left out. Stored
+/// system turns come from the runtime (`POST /v1/sessions/{id}/turns`) and
+/// can add up to anything; unbounded, they alone could push every request
+/// past the model's context. Half the budget keeps room for the replay.
+fn system_within(system: &[&str], room: usize) -> String {
+    let mut left = room;
+    let mut kept = system.len();
+    while let Some(turn) = kept.checked_sub(1).map(|i| system[i]) {
+        match left.checked_sub(turn.chars().count() + 2) {
+            Some(rest) => {
+                left = rest;
+                kept -= 1;
+            }
+            None => break,
+        }
+    }
+    let mut parts: Vec<String> = Vec::with_capacity(system.len() - kept + 1);
+    if kept > 0 {
+        parts.push(format!(
+            "[{kept} earlier system message{} left out to fit the model's context budget]",
+            if kept == 1 { "" } else { "s" }
+        ));
+    }
+    parts.extend(system[kept..].iter().map(|s| s.to_string()));
+    parts.join("\n\n")
 }
 
 /// The index of the oldest turn replayed: 0 when all fit in `room`
@@ -197,6 +227,23 @@ mod tests {
         // Everything fits: no marker, nothing left out.
         let roomy = build_messages_within(&turns, "soul", "note", size(&all)).expect("valid");
         assert_eq!(roomy, all);
+    }
+
+    #[test]
+    fn stored_system_turns_are_bounded_newest_first() {
+        let big = "s".repeat(600);
+        let history: Vec<ChatTurn> = (0..10)
+            .map(|i| ChatTurn::new("system", format!("{i}{big}")))
+            .collect();
+        let messages = build_messages_within(&history, "soul", "n", 2_000).expect("messages");
+        let prompt = &messages[0].content;
+        assert!(prompt.chars().count() <= 1_200, "{}", prompt.len());
+        assert!(
+            prompt.starts_with("[9 earlier system messages left out"),
+            "{prompt}"
+        );
+        assert!(prompt.contains(&format!("9{big}")), "the newest is kept");
+        assert!(prompt.ends_with("soul"));
     }
 
     #[test]
