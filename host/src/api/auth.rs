@@ -131,23 +131,14 @@ fn bearer(request: &Request) -> Option<&str> {
         .and_then(|v| v.strip_prefix("Bearer "))
 }
 
-/// Middleware for the runtime's routes.
-pub(super) async fn runtime_scope(
-    State(state): State<AppState>,
+/// The middleware that admits a request to a route of `scope`, given as
+/// its state beside the app's.
+pub(super) async fn scoped(
+    State((state, scope)): State<(AppState, Scope)>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    state.auth.check(Scope::Runtime, bearer(&request))?;
-    Ok(next.run(request).await)
-}
-
-/// Middleware for the routes that change the policy.
-pub(super) async fn admin_scope(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    state.auth.check(Scope::Admin, bearer(&request))?;
+    state.auth.check(scope, bearer(&request))?;
     Ok(next.run(request).await)
 }
 

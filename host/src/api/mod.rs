@@ -93,8 +93,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/policy", get(policy::policy_info))
         .route("/metrics", get(routes::metrics))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::runtime_scope,
+            (state.clone(), Scope::Runtime),
+            auth::scoped,
         ));
     let admin = Router::new()
         .route(
@@ -103,8 +103,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/policy/rollback", post(policy::rollback_policy))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::admin_scope,
+            (state.clone(), Scope::Admin),
+            auth::scoped,
         ));
     Router::new()
         .route("/healthz", get(routes::healthz))

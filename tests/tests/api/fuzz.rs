@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
 use nomos_continue_tests::api::ServedApi;
+use nomos_continue_tests::db::fresh_sqlite;
 
 const RUNTIME: &str = "fuzz-runtime";
 const ADMIN: &str = "fuzz-admin";
@@ -121,12 +122,7 @@ async fn no_request_gets_a_5xx_a_panic_or_a_non_json_error() {
     let requests = env_or("NOMOS_FUZZ_REQUESTS", 5000);
     let seed = env_or("NOMOS_FUZZ_SEED", 0x006e_6f6d_6f73);
     let mut rng = StdRng::seed_from_u64(seed);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite:{}", dir.path().join("fuzz.db").display());
-    let store = nomos_continue::store::Store::connect(&url)
-        .await
-        .expect("sqlite");
-    store.migrate().await.expect("migrate");
+    let (store, _dir) = fresh_sqlite().await;
     let api = ServedApi::start_scoped(store, Some(RUNTIME), Some(ADMIN)).await;
     let client = reqwest::Client::new();
     let known: Vec<Uuid> = (0..8).map(|_| Uuid::new_v4()).collect();

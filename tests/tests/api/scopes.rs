@@ -3,17 +3,13 @@
 use nomos_continue::api::{MAX_STATUS_BYTES, MAX_TURN_BYTES};
 use nomos_continue::policy::{Limits, Revision};
 use nomos_continue_tests::api::ServedApi;
+use nomos_continue_tests::db::fresh_sqlite;
 use nomos_continue_tests::policies::variant;
 use serde_json::json;
 use uuid::Uuid;
 
 async fn scoped(token: Option<&str>, admin: Option<&str>) -> (ServedApi, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite:{}", dir.path().join("api.db").display());
-    let store = nomos_continue::store::Store::connect(&url)
-        .await
-        .expect("sqlite");
-    store.migrate().await.expect("migrate");
+    let (store, dir) = fresh_sqlite().await;
     (ServedApi::start_scoped(store, token, admin).await, dir)
 }
 
