@@ -188,10 +188,10 @@ async fn assert_schema_complete(store: &Store) {
         store,
         "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'nomos_plan_executions' \
          AND indexname IN ('idx_nomos_plan_exec_ready', 'idx_nomos_plan_exec_session', \
-                           'idx_nomos_plan_exec_delivery')",
+                           'idx_nomos_plan_exec_delivery', 'idx_nomos_plan_exec_unparked')",
     )
     .await;
-    assert_eq!(indexes, 3);
+    assert_eq!(indexes, 4);
     let unvalidated = scalar(
         store,
         "SELECT COUNT(*) FROM pg_constraint \

@@ -12,3 +12,5 @@ mod live_migration;
 mod store_batch;
 #[path = "store_conformance.rs"]
 mod store_conformance;
+#[path = "store_plan_set.rs"]
+mod store_plan_set;

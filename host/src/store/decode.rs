@@ -198,7 +198,7 @@ pub(crate) fn ready_link<R: RowExt>(r: &R) -> Result<ReadyLink> {
         session_id: r.uuid("session_id")?,
         linked_at: r.time("created_at")?,
         status: r.text("status")?,
-        result: r.text("result")?,
+        result_bytes: r.bigint("result_bytes")?,
         updated_at: r.time("updated_at")?,
         finished_at: r.opt_time("finished_at")?,
     })

@@ -35,14 +35,6 @@ async fn delivery_by<'c>(
     row.as_ref().map(decode::delivery).transpose()
 }
 
-/// The ledger row with this idempotency key, if any (see [`delivery_by`]).
-pub(crate) async fn delivery_by_key<'c>(
-    on: impl Into<On<'c>>,
-    key: &str,
-) -> Result<Option<Delivery>> {
-    delivery_by(on, "idempotency_key", key.into()).await
-}
-
 impl Store {
     /// Clears leases that have expired at `now` and returns how many, for a
     /// rescuer loop whose metric shows crashed or stuck workers. Not needed

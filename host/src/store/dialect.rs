@@ -93,6 +93,62 @@ impl Backend {
         self.pick(clause, "")
     }
 
+    /// Parameters holding lists of equal length, zipped into the relation
+    /// `alias(column, …)`: one row per position. `columns` are
+    /// `(parameter, column, PostgreSQL element type)`; the lists are bound
+    /// as [`Arg::Ids`] or [`Arg::Texts`]. `UNNEST` of the arrays on
+    /// PostgreSQL; on SQLite the JSON arrays joined by position. This is what
+    /// lets one statement write a whole pass's rows (`INSERT … SELECT`,
+    /// `UPDATE … FROM`).
+    pub(crate) fn zip(self, alias: &str, columns: &[(&str, &str, &str)]) -> String {
+        match self {
+            Self::Postgres => {
+                let params: Vec<String> = columns
+                    .iter()
+                    .map(|(param, _, ty)| format!("{param}::{ty}[]"))
+                    .collect();
+                let names: Vec<&str> = columns.iter().map(|(_, name, _)| *name).collect();
+                format!(
+                    "UNNEST({}) AS {alias}({})",
+                    params.join(", "),
+                    names.join(", ")
+                )
+            }
+            Self::Sqlite => {
+                let values: Vec<String> = columns
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (_, name, _))| format!("j{n}.value AS {name}"))
+                    .collect();
+                let mut from = String::new();
+                for (n, (param, _, _)) in columns.iter().enumerate() {
+                    if n == 0 {
+                        from.push_str(&format!("json_each({param}) AS j0"));
+                    } else {
+                        from.push_str(&format!(
+                            " JOIN json_each({param}) AS j{n} ON j{n}.key = j0.key"
+                        ));
+                    }
+                }
+                format!("(SELECT {} FROM {from}) AS {alias}", values.join(", "))
+            }
+        }
+    }
+
+    /// A UUID list column's value from `expr`, a JSON array of UUID strings
+    /// (the per-row form a zipped text parameter can carry): a `UUID[]` in
+    /// order on PostgreSQL, the JSON text itself on SQLite (which stores it
+    /// so).
+    pub(crate) fn ids_from_json(self, expr: &str) -> String {
+        match self {
+            Self::Postgres => format!(
+                "ARRAY(SELECT x::uuid FROM jsonb_array_elements_text({expr}::jsonb) \
+                 WITH ORDINALITY AS t(x, n) ORDER BY n)"
+            ),
+            Self::Sqlite => expr.to_string(),
+        }
+    }
+
     /// The larger of two values: `GREATEST` on PostgreSQL, the two-argument
     /// scalar `MAX` on SQLite.
     pub(crate) fn greatest(self) -> &'static str {
@@ -313,27 +369,10 @@ impl Tx<'_> {
         }
     }
 
-    /// A savepoint inside this transaction: committing it keeps its
-    /// changes in the transaction, dropping or rolling it back undoes them.
-    pub(crate) async fn savepoint(&mut self) -> Result<Tx<'_>> {
-        Ok(match self {
-            Self::Pg(tx) => Tx::Pg(sqlx::Acquire::begin(&mut **tx).await?),
-            Self::Lite(tx) => Tx::Lite(sqlx::Acquire::begin(&mut **tx).await?),
-        })
-    }
-
     pub(crate) async fn commit(self) -> Result<()> {
         match self {
             Self::Pg(tx) => tx.commit().await?,
             Self::Lite(tx) => tx.commit().await?,
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn rollback(self) -> Result<()> {
-        match self {
-            Self::Pg(tx) => tx.rollback().await?,
-            Self::Lite(tx) => tx.rollback().await?,
         }
         Ok(())
     }

@@ -100,6 +100,17 @@ impl Store {
             .await?;
         let (row, applied) = match applied {
             Some(row) => {
+                // A new status may be terminal: the worker's frequent pass
+                // must read this link again (a repeat of the status it was
+                // parked on changes nothing). See migration 036.
+                query(
+                    "UPDATE nomos_plan_executions SET parked = NULL \
+                     WHERE execution_id = $1 AND parked IS NOT NULL AND parked <> $2",
+                )
+                .bind(id)
+                .bind(status)
+                .execute(&mut tx)
+                .await?;
                 tx.notify_wake().await?;
                 (row, true)
             }
@@ -158,7 +169,9 @@ impl Store {
             .iter()
             .filter_map(|r| decode::or_skip(r, "id", decode::execution))
             .collect();
-        out.sort_by_key(|e| ids.iter().position(|id| *id == e.id).unwrap_or(usize::MAX));
+        let position: std::collections::HashMap<Uuid, usize> =
+            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        out.sort_by_key(|e| position.get(&e.id).copied().unwrap_or(usize::MAX));
         Ok(out)
     }
 }

@@ -1,15 +1,17 @@
 //! Links between executions and sessions: create, list, drop.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::decode::{self, uuids, RowExt};
+use super::decode::{self, uuids, RowExt, WINDOW_COLS};
 use super::dialect::{query, trunc};
 use super::notices::{insert_notice, NoticeAbout};
 use super::types::{
-    DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot,
+    DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot, Window,
 };
-use super::{dedup, Result, Store};
+use super::{dedup, Result, Store, StoreError};
 
 /// How a link (alias `l`) was settled, NULL while it is not. Rows settled
 /// before migration 018 (by the original worker) have `continued_at` set and
@@ -35,7 +37,7 @@ pub(crate) const LINK_COLS: &str = concat!(
 macro_rules! ready_cols {
     () => {
         "l.execution_id, l.session_id, l.created_at, \
-         e.status, COALESCE(e.result, '') AS result, \
+         e.status, CAST(COALESCE(octet_length(e.result), 0) AS BIGINT) AS result_bytes, \
          COALESCE(e.updated_at, e.finished_at, l.created_at) AS updated_at, e.finished_at"
     };
 }
@@ -48,13 +50,15 @@ macro_rules! ready_cols {
 /// next pass. A status not classified yet is read, classified in the pass,
 /// and left out from then on.
 macro_rules! pending_links {
-    ($after:literal) => {
+    ($parked:expr, $after:expr) => {
         concat!(
             "SELECT ",
             ready_cols!(),
             " FROM nomos_plan_executions l \
              JOIN executions e ON e.id = l.execution_id \
-             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL AND e.status IS NOT NULL \
+             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL ",
+            $parked,
+            " AND e.status IS NOT NULL \
                AND NOT EXISTS (SELECT 1 FROM nomos_status_classes c \
                    WHERE c.revision = $2 AND c.status = e.status AND NOT c.terminal) ",
             $after,
@@ -63,13 +67,40 @@ macro_rules! pending_links {
     };
 }
 
-/// The first page of the worker's poll, shared with the benchmark's
-/// `EXPLAIN` so that what is measured is what runs.
-pub(crate) const PENDING_LINKS: &str = pending_links!("");
+/// The condition that starts a later page after the cursor `($3, $4)` =
+/// (link time, execution id).
+macro_rules! after_cursor {
+    () => {
+        "AND l.created_at >= $3 AND (l.created_at, l.execution_id) > ($3, $4)"
+    };
+}
 
-/// A later page: after the cursor `($3, $4)` = (link time, execution id).
-const PENDING_LINKS_AFTER: &str =
-    pending_links!("AND l.created_at >= $3 AND (l.created_at, l.execution_id) > ($3, $4)");
+/// The first page of the worker's sweep, shared with the benchmark's
+/// `EXPLAIN` so that what is measured is what runs.
+pub(crate) const PENDING_LINKS: &str = pending_links!("", "");
+
+/// Which links a poll reads: its first page and its later pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Every unsettled, unplanned link that has reported, parked or not:
+    /// the worker's periodic sweep.
+    Sweep,
+    /// Only links not parked as running (migration 036), by the index on
+    /// exactly that predicate: the worker's frequent pass, whose cost does
+    /// not grow with the executions that stay running.
+    Unparked,
+}
+
+impl Poll {
+    fn sql(self, after: bool) -> &'static str {
+        match (self, after) {
+            (Self::Sweep, false) => PENDING_LINKS,
+            (Self::Sweep, true) => pending_links!("", after_cursor!()),
+            (Self::Unparked, false) => pending_links!("AND l.parked IS NULL", ""),
+            (Self::Unparked, true) => pending_links!("AND l.parked IS NULL", after_cursor!()),
+        }
+    }
+}
 
 impl Store {
     /// Links executions to the session whose tool result mentioned them.
@@ -151,13 +182,24 @@ impl Store {
         limit: i64,
         revision: &str,
     ) -> Result<Vec<ReadyLink>> {
+        self.poll_links(Poll::Sweep, after, limit, revision).await
+    }
+
+    /// [`Store::pending_links_ready`], reading the links `poll` names.
+    pub async fn poll_links(
+        &self,
+        poll: Poll,
+        after: Option<PendingCursor>,
+        limit: i64,
+        revision: &str,
+    ) -> Result<Vec<ReadyLink>> {
         let mut out = Vec::new();
         let mut cursor = after;
         loop {
             let want = limit - out.len() as i64;
             let rows = match cursor {
-                None => query(PENDING_LINKS).bind(want).bind(revision),
-                Some(c) => query(PENDING_LINKS_AFTER)
+                None => query(poll.sql(false)).bind(want).bind(revision),
+                Some(c) => query(poll.sql(true))
                     .bind(want)
                     .bind(revision)
                     .bind(c.linked_at)
@@ -176,6 +218,37 @@ impl Store {
                 _ => return Ok(out),
             }
         }
+    }
+
+    /// Parks links whose execution the worker found running (or could not
+    /// classify): `statuses[i]` is the status `execution_ids[i]` had. The
+    /// frequent poll ([`Poll::Unparked`]) skips them from then on, until a
+    /// new status is recorded for them or a sweep reads them. A link is
+    /// parked only while its execution still has that status and the link
+    /// is unsettled and unplanned, in one statement for the whole pass;
+    /// returns how many were parked.
+    ///
+    /// A report that commits while this runs may still see the link
+    /// unparked and leave it parked on its old status; the sweep reads it
+    /// within one poll interval, so that race delays, never loses.
+    pub async fn park_links(&self, execution_ids: &[Uuid], statuses: &[String]) -> Result<u64> {
+        if execution_ids.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "UPDATE nomos_plan_executions AS l SET parked = z.status FROM {} \
+             WHERE l.execution_id = z.eid AND l.parked IS NULL \
+               AND l.continued_at IS NULL AND l.delivery_id IS NULL \
+               AND EXISTS (SELECT 1 FROM executions e \
+                   WHERE e.id = z.eid AND e.status = z.status)",
+            self.backend()
+                .zip("z", &[("$1", "eid", "uuid"), ("$2", "status", "text")])
+        );
+        query(sql)
+            .bind(execution_ids)
+            .bind(statuses)
+            .execute(self)
+            .await
     }
 
     /// The session's unsettled links (pending or planned), oldest first, with
@@ -206,15 +279,58 @@ impl Store {
         session_id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<SessionSnapshot> {
-        let window = self.window(session_id).await?;
-        let unsettled = self.pending_links_for_session(session_id).await?;
-        Ok(SessionSnapshot {
-            session_id,
-            window_open: window.as_ref().is_some_and(|w| w.is_open_at(now)),
-            continuations_in_window: window.as_ref().map_or(0, |w| w.continuations),
-            window,
-            unsettled,
-        })
+        let mut all = self.session_snapshots(&[session_id], now).await?;
+        all.pop()
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
+    }
+
+    /// [`Store::session_snapshot`] of many sessions in two queries (their
+    /// windows, their unsettled links), whatever their number: a pass
+    /// decides for thousands of sessions, and one round trip each would be
+    /// most of its cost. One snapshot per distinct session, in the order
+    /// of `session_ids`.
+    pub async fn session_snapshots(
+        &self,
+        session_ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<SessionSnapshot>> {
+        let ids = dedup(session_ids);
+        let backend = self.backend();
+        let sql = format!(
+            "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {}",
+            backend.in_ids("$1")
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        let mut windows: HashMap<Uuid, Window> = rows
+            .iter()
+            .map(|r| decode::window(r).map(|w| (w.session_id, w)))
+            .collect::<Result<_>>()?;
+        let sql = format!(
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+             LEFT JOIN executions e ON e.id = l.execution_id \
+             WHERE l.session_id {} AND l.continued_at IS NULL \
+             ORDER BY l.session_id, l.created_at, l.execution_id",
+            backend.in_ids("$1")
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        let mut links: HashMap<Uuid, Vec<Link>> = HashMap::new();
+        for row in &rows {
+            let link = decode::link(row)?;
+            links.entry(link.session_id).or_default().push(link);
+        }
+        Ok(ids
+            .into_iter()
+            .map(|session_id| {
+                let window = windows.remove(&session_id);
+                SessionSnapshot {
+                    session_id,
+                    window_open: window.as_ref().is_some_and(|w| w.is_open_at(now)),
+                    continuations_in_window: window.as_ref().map_or(0, |w| w.continuations),
+                    window,
+                    unsettled: links.remove(&session_id).unwrap_or_default(),
+                }
+            })
+            .collect())
     }
 
     /// Settles links as dropped (the policy or a host guard decided not to

@@ -64,6 +64,7 @@ mod deliveries;
 mod dialect;
 mod executions;
 mod links;
+pub use links::Poll;
 mod migrate;
 pub use migrate::LOCK_ATTEMPTS;
 mod overview;
@@ -354,11 +355,7 @@ pub fn parse_uuid(text: &str) -> Result<Uuid> {
 /// Removes duplicates while keeping first-seen order, so a caller passing the
 /// same id twice gets the same result as passing it once.
 pub(crate) fn dedup(ids: &[Uuid]) -> Vec<Uuid> {
-    let mut out: Vec<Uuid> = Vec::with_capacity(ids.len());
-    for id in ids {
-        if !out.contains(id) {
-            out.push(*id);
-        }
-    }
-    out
+    // A set, not `Vec::contains`: a pass hands in thousands of ids.
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    ids.iter().copied().filter(|id| seen.insert(*id)).collect()
 }

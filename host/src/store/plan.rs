@@ -1,102 +1,398 @@
 //! Planning continuations: the transaction that enforces the hard
 //! invariants (open window, cap, one in flight per session, a link is folded
-//! into at most one continuation), for many sessions at a time, so one pass
-//! of the worker costs one transaction (and one WAL flush) instead of one
-//! per session.
+//! into at most one continuation), set-based: a pass's plans cost a fixed
+//! number of statements and one commit, whatever their number.
+
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::decode::{self, uuids, RowExt, WINDOW_COLS};
-use super::deliveries::{delivery_by_key, delivery_cols};
-use super::dialect::{query, trunc, On, Tx};
-use super::types::{ContinuationPlan, DeliveryKind, PlanOutcome, Window};
+use super::decode::{self, RowExt, WINDOW_COLS};
+use super::deliveries::delivery_cols;
+use super::dialect::{query, trunc, Tx};
+use super::types::{ContinuationPlan, Delivery, DeliveryKind, PlanOutcome, Window};
 use super::{dedup, Result, Store, StoreError};
+
+/// How often a batch that lost a unique-key race (another planner committed
+/// the same key or session first, between our reads) is run again; the rerun
+/// sees the winner's rows and answers with them.
+const RACE_RETRIES: usize = 3;
 
 impl Store {
     /// Plans one continuation per entry of `plans`, in ONE transaction,
-    /// whatever the policy said. Each plan runs inside its own savepoint:
+    /// whatever the policy said. For each plan, in this order:
     ///
     /// 1. A delivery with the same idempotency key already exists →
     ///    [`PlanOutcome::AlreadyPlanned`] (a retried plan is not a second one).
-    /// 2. Compare-and-set on the window: open at `now` and
-    ///    `continuations < hard_cap`, incremented by one in the same statement
-    ///    (this also locks the window row, serialising planners of a
-    ///    session) → else [`PlanOutcome::NoWindow`], [`PlanOutcome::WindowClosed`]
-    ///    or [`PlanOutcome::CapReached`].
-    /// 3. No other continuation of the session pending → else
-    ///    [`PlanOutcome::SessionBusy`] (the partial unique index
-    ///    `nomos_deliveries_one_in_flight` is the backstop).
+    /// 2. The window is open at `now` and `continuations < hard_cap` → else
+    ///    [`PlanOutcome::NoWindow`], [`PlanOutcome::WindowClosed`] or
+    ///    [`PlanOutcome::CapReached`].
+    /// 3. No other continuation of the session is pending (nor planned
+    ///    earlier in this batch) → else [`PlanOutcome::SessionBusy`] (the
+    ///    partial unique index `nomos_deliveries_one_in_flight` is the
+    ///    backstop).
     /// 4. Every link belongs to the session and is neither planned nor
     ///    settled (locked `FOR UPDATE SKIP LOCKED` on PostgreSQL, so a link
     ///    another planner holds counts as taken) → else
     ///    [`PlanOutcome::LinkTaken`].
-    /// 5. Insert the pending continuation and point the links at it
-    ///    (`delivery_id`), checking that every link was updated.
+    /// 5. The window's count goes up by one, the pending continuation is
+    ///    inserted and the links point at it (`delivery_id`).
     ///
-    /// A refusal rolls back to its savepoint: no count, no row, no link
-    /// changes, and the other plans stay intact. A racing planner's unique
-    /// key (idempotency key, or one in flight per session) is answered with
-    /// the row that won. Plans are applied in session order, so two replicas
-    /// planning overlapping sessions lock window rows in the same order and
-    /// cannot deadlock. Outcomes are returned in the caller's order. An empty
-    /// `execution_ids` is [`StoreError::InvalidValue`]; a database error
-    /// aborts the whole batch: nothing is written and the worker retries on
-    /// its next pass.
+    /// Set-based: the window rows are locked first, in session order (so two
+    /// replicas planning overlapping sessions cannot deadlock, and a
+    /// concurrent planner of a session waits here and then sees this one's
+    /// rows); then one read each for keys, in-flight continuations and links;
+    /// the checks run on what was read under those locks; then one `UPDATE`
+    /// of the windows, one `INSERT … SELECT` of the continuations and one
+    /// `UPDATE … FROM` of the links, for all plans that passed. A refused
+    /// plan writes nothing. Outcomes are returned in the caller's order. An
+    /// empty `execution_ids` is [`StoreError::InvalidValue`]; a database
+    /// error aborts the whole batch: nothing is written and the worker
+    /// retries on its next pass.
     pub async fn plan_continuations(
         &self,
         plans: &[ContinuationPlan<'_>],
         now: DateTime<Utc>,
     ) -> Result<Vec<PlanOutcome>> {
         let now = trunc(now);
-        let mut order: Vec<usize> = (0..plans.len()).collect();
-        order.sort_by_key(|&i| plans[i].session_id);
-        let mut outcomes: Vec<Option<PlanOutcome>> = vec![None; plans.len()];
-        let mut raced: Vec<usize> = Vec::new();
-        let mut tx = self.begin().await?;
-        for &i in &order {
-            let ids = checked_ids(&plans[i])?;
-            let mut savepoint = tx.savepoint().await?;
-            match plan_one(&mut savepoint, &plans[i], &ids, now).await {
-                Ok(o @ PlanOutcome::Planned(_)) => {
-                    savepoint.commit().await?;
-                    outcomes[i] = Some(o);
-                }
-                Ok(other) => {
-                    savepoint.rollback().await?;
-                    outcomes[i] = Some(other);
-                }
-                Err(StoreError::Database(e)) if is_race(&e) => {
-                    savepoint.rollback().await?;
-                    raced.push(i);
-                }
-                Err(e) => return Err(e),
+        let ids = plans.iter().map(checked_ids).collect::<Result<Vec<_>>>()?;
+        if plans.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.plan_set(plans, &ids, now).await {
+                Err(StoreError::Database(e)) if is_race(&e) && attempt < RACE_RETRIES => {}
+                other => return other,
             }
         }
-        tx.commit().await?;
-        // A unique violation means another planner committed first: report
-        // its row.
-        for i in raced {
-            let plan = &plans[i];
-            outcomes[i] = Some(match delivery_by_key(self, plan.idempotency_key).await? {
-                Some(d) => PlanOutcome::AlreadyPlanned(d),
-                None => match in_flight(self, plan.session_id).await? {
-                    Some(in_flight) => PlanOutcome::SessionBusy { in_flight },
-                    None => PlanOutcome::LinkTaken {
-                        unavailable: plan.execution_ids.to_vec(),
-                    },
-                },
-            });
+    }
+
+    async fn plan_set(
+        &self,
+        plans: &[ContinuationPlan<'_>],
+        ids: &[Vec<Uuid>],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<PlanOutcome>> {
+        let mut tx = self.begin().await?;
+        let seen = Seen::read(&mut tx, plans, ids).await?;
+        let mut decided = seen.decide(plans, ids, now);
+        if !decided.insert.is_empty() {
+            write(&mut tx, plans, ids, &mut decided, now).await?;
         }
-        Ok(outcomes
-            .into_iter()
-            .map(|o| o.unwrap_or(PlanOutcome::WindowClosed))
-            .collect())
+        tx.commit().await?;
+        Ok(decided.outcomes())
     }
 }
 
+/// What the checks need, read under the window locks.
+struct Seen {
+    windows: HashMap<Uuid, Window>,
+    by_key: HashMap<String, Delivery>,
+    in_flight: HashMap<Uuid, Uuid>,
+    /// Available links: execution → its session.
+    links: HashMap<Uuid, Uuid>,
+}
+
+impl Seen {
+    async fn read(
+        tx: &mut Tx<'_>,
+        plans: &[ContinuationPlan<'_>],
+        ids: &[Vec<Uuid>],
+    ) -> Result<Self> {
+        let backend = tx.backend();
+        let mut sessions: Vec<Uuid> = plans.iter().map(|p| p.session_id).collect();
+        sessions.sort();
+        sessions.dedup();
+        let rows = query(format!(
+            "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {} \
+             ORDER BY session_id{}",
+            backend.in_ids("$1"),
+            backend.lock(" FOR UPDATE")
+        ))
+        .bind(&sessions)
+        .fetch_all(&mut *tx)
+        .await?;
+        let windows = rows
+            .iter()
+            .map(|r| decode::window(r).map(|w| (w.session_id, w)))
+            .collect::<Result<_>>()?;
+
+        let keys: Vec<String> = plans.iter().map(|p| p.idempotency_key.into()).collect();
+        let rows = query(format!(
+            concat!(
+                "SELECT ",
+                delivery_cols!(),
+                " FROM nomos_deliveries WHERE idempotency_key {}"
+            ),
+            backend.in_ids("$1")
+        ))
+        .bind(&keys[..])
+        .fetch_all(&mut *tx)
+        .await?;
+        let by_key = rows
+            .iter()
+            .map(|r| decode::delivery(r).map(|d| (d.idempotency_key.clone(), d)))
+            .collect::<Result<_>>()?;
+
+        let rows = query(format!(
+            "SELECT session_id, id FROM nomos_deliveries \
+             WHERE session_id {} AND state = 'pending' AND kind = 'continuation'",
+            backend.in_ids("$1")
+        ))
+        .bind(&sessions)
+        .fetch_all(&mut *tx)
+        .await?;
+        let in_flight = pairs(&rows, "session_id", "id")?;
+
+        let all: Vec<Uuid> = ids.iter().flatten().copied().collect();
+        let rows = query(format!(
+            "SELECT execution_id, session_id FROM nomos_plan_executions \
+             WHERE execution_id {} AND delivery_id IS NULL AND continued_at IS NULL{}",
+            backend.in_ids("$1"),
+            backend.lock(" FOR UPDATE SKIP LOCKED")
+        ))
+        .bind(&all)
+        .fetch_all(&mut *tx)
+        .await?;
+        let links = pairs(&rows, "execution_id", "session_id")?;
+        Ok(Self {
+            windows,
+            by_key,
+            in_flight,
+            links,
+        })
+    }
+
+    /// Runs the checks in session order, so that of two plans of one
+    /// session the first in that order wins, as it did plan by plan.
+    fn decide(
+        &self,
+        plans: &[ContinuationPlan<'_>],
+        ids: &[Vec<Uuid>],
+        now: DateTime<Utc>,
+    ) -> Decided {
+        let mut order: Vec<usize> = (0..plans.len()).collect();
+        order.sort_by_key(|&i| plans[i].session_id);
+        let mut decided = Decided {
+            outcomes: vec![None; plans.len()],
+            insert: Vec::new(),
+            same_key: Vec::new(),
+        };
+        let mut planned: HashMap<Uuid, Uuid> = HashMap::new();
+        let mut keys: HashMap<&str, usize> = HashMap::new();
+        let mut taken: HashSet<Uuid> = HashSet::new();
+        for i in order {
+            let plan = &plans[i];
+            if let Some(d) = self.by_key.get(plan.idempotency_key) {
+                decided.outcomes[i] = Some(PlanOutcome::AlreadyPlanned(d.clone()));
+                continue;
+            }
+            if let Some(&first) = keys.get(plan.idempotency_key) {
+                decided.same_key.push((i, first));
+                continue;
+            }
+            let refusal = match self.windows.get(&plan.session_id) {
+                None => Some(PlanOutcome::NoWindow),
+                Some(w) if !w.is_open_at(now) => Some(PlanOutcome::WindowClosed),
+                Some(w) if w.continuations >= plan.hard_cap => Some(PlanOutcome::CapReached {
+                    continuations: w.continuations,
+                }),
+                Some(_) => None,
+            };
+            let busy = || {
+                let in_flight = self
+                    .in_flight
+                    .get(&plan.session_id)
+                    .or(planned.get(&plan.session_id));
+                in_flight.map(|&in_flight| PlanOutcome::SessionBusy { in_flight })
+            };
+            let unavailable: Vec<Uuid> = ids[i]
+                .iter()
+                .copied()
+                .filter(|id| self.links.get(id) != Some(&plan.session_id) || taken.contains(id))
+                .collect();
+            let outcome = refusal.or_else(busy).or_else(|| {
+                (!unavailable.is_empty()).then_some(PlanOutcome::LinkTaken { unavailable })
+            });
+            if outcome.is_some() {
+                decided.outcomes[i] = outcome;
+                continue;
+            }
+            let id = Uuid::new_v4();
+            planned.insert(plan.session_id, id);
+            keys.insert(plan.idempotency_key, i);
+            taken.extend(ids[i].iter().copied());
+            decided.insert.push((i, id));
+        }
+        decided
+    }
+}
+
+/// The outcome of each plan so far, and what is to be written.
+struct Decided {
+    outcomes: Vec<Option<PlanOutcome>>,
+    /// Plans that passed every check, with their new delivery's id.
+    insert: Vec<(usize, Uuid)>,
+    /// A plan repeating the key of an earlier one in the same batch, and
+    /// that earlier plan: answered with its row once written.
+    same_key: Vec<(usize, usize)>,
+}
+
+impl Decided {
+    fn outcomes(mut self) -> Vec<PlanOutcome> {
+        for (i, first) in std::mem::take(&mut self.same_key) {
+            self.outcomes[i] = Some(match &self.outcomes[first] {
+                Some(PlanOutcome::Planned(d)) => PlanOutcome::AlreadyPlanned(d.clone()),
+                other => other.clone().unwrap_or(PlanOutcome::WindowClosed),
+            });
+        }
+        self.outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(PlanOutcome::WindowClosed))
+            .collect()
+    }
+}
+
+/// The three writes for the plans that passed: windows, continuations, links.
+async fn write(
+    tx: &mut Tx<'_>,
+    plans: &[ContinuationPlan<'_>],
+    ids: &[Vec<Uuid>],
+    decided: &mut Decided,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let backend = tx.backend();
+    let sessions: Vec<Uuid> = decided
+        .insert
+        .iter()
+        .map(|&(i, _)| plans[i].session_id)
+        .collect();
+    // Guarded again, though the rows are locked: a window not bumped is
+    // answered as closed and its plan writes nothing.
+    let rows = query(format!(
+        "UPDATE nomos_assent_windows SET continuations = continuations + 1, updated_at = $2 \
+         WHERE session_id {} AND closed_at IS NULL AND expires_at > $2 RETURNING session_id",
+        backend.in_ids("$1")
+    ))
+    .bind(&sessions)
+    .bind(now)
+    .fetch_all(&mut *tx)
+    .await?;
+    let bumped: HashSet<Uuid> = rows
+        .iter()
+        .map(|r| r.uuid("session_id"))
+        .collect::<Result<_>>()?;
+    decided.insert.retain(|&(i, _)| {
+        let kept = bumped.contains(&plans[i].session_id);
+        if !kept {
+            decided.outcomes[i] = Some(PlanOutcome::WindowClosed);
+        }
+        kept
+    });
+    if decided.insert.is_empty() {
+        return Ok(());
+    }
+    let mut delivery_ids = Vec::new();
+    let (mut session_ids, mut keys, mut lists, mut notes, mut revisions) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut link_ids, mut link_deliveries) = (Vec::new(), Vec::new());
+    for &(i, id) in &decided.insert {
+        let plan = &plans[i];
+        delivery_ids.push(id);
+        session_ids.push(plan.session_id);
+        keys.push(plan.idempotency_key.to_string());
+        lists.push(json_list(&ids[i]));
+        notes.push(plan.note.to_string());
+        revisions.push(plan.policy_revision.to_string());
+        link_ids.extend(ids[i].iter().copied());
+        link_deliveries.extend(std::iter::repeat_n(id, ids[i].len()));
+    }
+    let sql = format!(
+        concat!(
+            "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
+               note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at) \
+             SELECT z.id, z.session_id, $7, z.k, {}, z.note, z.rev, 'pending', 0, $8, $8, $8 \
+             FROM {} RETURNING ",
+            delivery_cols!()
+        ),
+        backend.ids_from_json("z.ids"),
+        backend.zip(
+            "z",
+            &[
+                ("$1", "id", "uuid"),
+                ("$2", "session_id", "uuid"),
+                ("$3", "k", "text"),
+                ("$4", "ids", "text"),
+                ("$5", "note", "text"),
+                ("$6", "rev", "text"),
+            ]
+        )
+    );
+    let rows = query(sql)
+        .bind(&delivery_ids)
+        .bind(&session_ids)
+        .bind(&keys[..])
+        .bind(&lists[..])
+        .bind(&notes[..])
+        .bind(&revisions[..])
+        .bind(DeliveryKind::Continuation.as_str())
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+    let mut inserted: HashMap<Uuid, Delivery> = rows
+        .iter()
+        .map(|r| decode::delivery(r).map(|d| (d.id, d)))
+        .collect::<Result<_>>()?;
+    let sql = format!(
+        "UPDATE nomos_plan_executions AS l SET delivery_id = z.did FROM {} \
+         WHERE l.execution_id = z.eid AND l.delivery_id IS NULL AND l.continued_at IS NULL",
+        backend.zip("z", &[("$1", "eid", "uuid"), ("$2", "did", "uuid")])
+    );
+    let pointed = query(sql)
+        .bind(&link_ids)
+        .bind(&link_deliveries)
+        .execute(&mut *tx)
+        .await?;
+    if pointed != link_ids.len() as u64 || inserted.len() != decided.insert.len() {
+        // The links and windows are locked by this transaction, so this
+        // means the schema or a hand-made row broke an assumption: write
+        // nothing rather than a continuation missing some of its links.
+        return Err(StoreError::Corrupt {
+            column: "nomos_plan_executions.delivery_id",
+            value: format!("{pointed} of {} links planned", link_ids.len()),
+        });
+    }
+    for &(i, id) in &decided.insert {
+        decided.outcomes[i] = inserted.remove(&id).map(PlanOutcome::Planned);
+    }
+    Ok(())
+}
+
+/// Ids as a JSON array of strings: the one per-row form of a UUID list that
+/// both backends can take from a zipped text parameter.
+fn json_list(ids: &[Uuid]) -> String {
+    serde_json::Value::from(ids.iter().map(Uuid::to_string).collect::<Vec<_>>()).to_string()
+}
+
+/// Two UUID columns of `rows` as a map.
+fn pairs(
+    rows: &[super::dialect::Row],
+    key: &'static str,
+    value: &'static str,
+) -> Result<HashMap<Uuid, Uuid>> {
+    rows.iter()
+        .map(|r| Ok((r.uuid(key)?, r.uuid(value)?)))
+        .collect()
+}
+
 /// The session's pending continuation, if any.
-pub(super) async fn in_flight<'c>(on: impl Into<On<'c>>, session_id: Uuid) -> Result<Option<Uuid>> {
+pub(super) async fn in_flight<'c>(
+    on: impl Into<super::dialect::On<'c>>,
+    session_id: Uuid,
+) -> Result<Option<Uuid>> {
     let row = query(
         "SELECT id FROM nomos_deliveries \
          WHERE session_id = $1 AND state = 'pending' AND kind = 'continuation'",
@@ -135,110 +431,4 @@ fn checked_ids(plan: &ContinuationPlan<'_>) -> Result<Vec<Uuid>> {
         });
     }
     Ok(ids)
-}
-
-/// Why the window CAS matched nothing.
-fn window_refusal(window: Option<Window>, now: DateTime<Utc>, hard_cap: i32) -> PlanOutcome {
-    match window {
-        None => PlanOutcome::NoWindow,
-        Some(w) if !w.is_open_at(now) => PlanOutcome::WindowClosed,
-        Some(w) if w.continuations >= hard_cap => PlanOutcome::CapReached {
-            continuations: w.continuations,
-        },
-        // Raced with a concurrent change between the two statements; closed
-        // is the conservative answer.
-        Some(_) => PlanOutcome::WindowClosed,
-    }
-}
-
-/// The links that could not be taken, in the caller's order.
-fn missing(ids: &[Uuid], got: &[Uuid]) -> Vec<Uuid> {
-    ids.iter().copied().filter(|id| !got.contains(id)).collect()
-}
-
-/// The steps of [`Store::plan_continuations`] for one plan, inside `tx`
-/// (which the caller commits only for [`PlanOutcome::Planned`]).
-async fn plan_one(
-    tx: &mut Tx<'_>,
-    plan: &ContinuationPlan<'_>,
-    ids: &[Uuid],
-    now: DateTime<Utc>,
-) -> Result<PlanOutcome> {
-    let backend = tx.backend();
-    if let Some(d) = delivery_by_key(&mut *tx, plan.idempotency_key).await? {
-        return Ok(PlanOutcome::AlreadyPlanned(d));
-    }
-    let bumped = query(
-        "UPDATE nomos_assent_windows \
-         SET continuations = continuations + 1, updated_at = $2 \
-         WHERE session_id = $1 AND closed_at IS NULL AND expires_at > $2 \
-           AND continuations < $3",
-    )
-    .bind(plan.session_id)
-    .bind(now)
-    .bind(plan.hard_cap)
-    .execute(&mut *tx)
-    .await?;
-    if bumped != 1 {
-        let sql = format!("SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id = $1");
-        let row = query(sql)
-            .bind(plan.session_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let window = row.as_ref().map(decode::window).transpose()?;
-        return Ok(window_refusal(window, now, plan.hard_cap));
-    }
-    if let Some(in_flight) = in_flight(&mut *tx, plan.session_id).await? {
-        return Ok(PlanOutcome::SessionBusy { in_flight });
-    }
-    // Links (1) of the session (2), neither planned nor settled; locked on
-    // PostgreSQL (SQLite's write lock already serialises planners).
-    let available = format!(
-        "WHERE execution_id {} AND session_id = $2 \
-           AND delivery_id IS NULL AND continued_at IS NULL",
-        backend.in_ids("$1")
-    );
-    let lock = backend.lock(" FOR UPDATE SKIP LOCKED");
-    let locked = query(format!(
-        "SELECT execution_id FROM nomos_plan_executions {available}{lock}"
-    ))
-    .bind(ids)
-    .bind(plan.session_id)
-    .fetch_all(&mut *tx)
-    .await?;
-    let locked = uuids(&locked, "execution_id")?;
-    let unavailable = missing(ids, &locked);
-    if !unavailable.is_empty() {
-        return Ok(PlanOutcome::LinkTaken { unavailable });
-    }
-    let id = Uuid::new_v4();
-    let row = query(concat!(
-        "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
-           note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8, $8) RETURNING ",
-        delivery_cols!()
-    ))
-    .bind(id)
-    .bind(plan.session_id)
-    .bind(DeliveryKind::Continuation.as_str())
-    .bind(plan.idempotency_key)
-    .bind(ids)
-    .bind(plan.note)
-    .bind(plan.policy_revision)
-    .bind(now)
-    .fetch_one(&mut *tx)
-    .await?;
-    let updated = query(format!(
-        "UPDATE nomos_plan_executions SET delivery_id = $3 {available} RETURNING execution_id"
-    ))
-    .bind(ids)
-    .bind(plan.session_id)
-    .bind(id)
-    .fetch_all(&mut *tx)
-    .await?;
-    let unavailable = missing(ids, &uuids(&updated, "execution_id")?);
-    if !unavailable.is_empty() {
-        return Ok(PlanOutcome::LinkTaken { unavailable });
-    }
-    Ok(PlanOutcome::Planned(decode::delivery(&row)?))
 }

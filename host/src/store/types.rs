@@ -196,8 +196,11 @@ pub struct ReadyLink {
     pub linked_at: DateTime<Utc>,
     /// `executions.status`, as reported.
     pub status: String,
-    /// `executions.result`.
-    pub result: String,
+    /// The length of `executions.result` in bytes (0 when NULL). The text
+    /// itself is not read by the poll: a pass loads it only for the
+    /// executions it decides, within its byte budget
+    /// ([`Store::executions`](crate::store::Store::executions)).
+    pub result_bytes: i64,
     /// `executions.updated_at`.
     pub updated_at: DateTime<Utc>,
     /// `executions.finished_at`.
@@ -278,6 +281,19 @@ pub struct SessionSnapshot {
     /// is the policy's call, so the worker works it out from the classes
     /// of these statuses (see `Store::status_classes`).
     pub unsettled: Vec<Link>,
+}
+
+impl SessionSnapshot {
+    /// A session with no window and no unsettled links.
+    pub fn empty(session_id: Uuid) -> Self {
+        Self {
+            session_id,
+            window: None,
+            window_open: false,
+            continuations_in_window: 0,
+            unsettled: Vec::new(),
+        }
+    }
 }
 
 /// A row of `executions`.

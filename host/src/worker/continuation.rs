@@ -102,11 +102,11 @@ impl Worker {
                     session_id: delivery.session_id,
                     linked_at: e.updated_at,
                     status: e.status,
-                    result: e.result,
+                    result_bytes: i64::try_from(e.result.len()).unwrap_or(i64::MAX),
                     updated_at: e.updated_at,
                     finished_at: e.finished_at,
                 };
-                let mut input = self.decision_input(&link, &snapshot, &running, now);
+                let mut input = self.decision_input(&link, e.result, &snapshot, &running, now);
                 input.attempts = u32::try_from(failed).unwrap_or(0);
                 input
             })

@@ -29,6 +29,7 @@ mod fold;
 mod input;
 mod notices;
 mod plan;
+mod ready;
 mod rescuer;
 mod wake;
 
@@ -45,7 +46,7 @@ use crate::classes::{ClassError, StatusClasses};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
-use crate::store::{Claim, Store, StoreError};
+use crate::store::{Claim, Poll, Store, StoreError};
 
 pub use deliver::DeliverReport;
 pub use fold::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
@@ -111,6 +112,11 @@ pub struct WorkerConfig {
     pub max_result_bytes: usize,
     /// Agent calls in flight at once.
     pub delivery_concurrency: usize,
+    /// Bytes of result text one plan pass reads (at least one execution's,
+    /// whatever its size): what is over it waits for the next pass, which
+    /// follows at once. Bounds a pass's memory when many large results
+    /// finish together.
+    pub pass_result_bytes: usize,
 }
 
 impl Default for WorkerConfig {
@@ -128,6 +134,7 @@ impl Default for WorkerConfig {
             hard_cap: 50,
             max_result_bytes: 256 << 10,
             delivery_concurrency: 32,
+            pass_result_bytes: 64 << 20,
         }
     }
 }
@@ -181,6 +188,9 @@ pub struct Worker {
     unrecorded: Arc<Mutex<Vec<Claim>>>,
     /// Claims whose call is running now, whose leases are renewed.
     in_flight: Arc<Mutex<HashSet<Claim>>>,
+    /// The policy revision the last sweep ran under (see
+    /// [`Worker::plan_pass`]).
+    swept: Arc<Mutex<Option<String>>>,
 }
 
 impl Worker {
@@ -206,6 +216,7 @@ impl Worker {
             wake: Arc::new(Notify::new()),
             unrecorded: Arc::new(Mutex::new(Vec::new())),
             in_flight: Arc::new(Mutex::new(HashSet::new())),
+            swept: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -220,30 +231,48 @@ impl Worker {
         &self.config
     }
 
-    /// One pass: plan, then deliver. Tests call this directly.
+    /// One pass: plan (sweeping), then deliver. Tests call this directly.
     pub async fn run_once(&self) -> Result<TickReport, WorkerError> {
-        self.pass(&CancellationToken::new()).await
+        self.pass(&CancellationToken::new(), Poll::Sweep).await
     }
 
-    async fn pass(&self, stop: &CancellationToken) -> Result<TickReport, WorkerError> {
-        let plan = self.plan_once().await?;
+    /// One pass whose plan step reads the links `poll` names.
+    pub async fn run_pass(&self, poll: Poll) -> Result<TickReport, WorkerError> {
+        self.pass(&CancellationToken::new(), poll).await
+    }
+
+    async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
+        let plan = self.plan_pass(poll).await?;
         let deliver = self.deliver_pass(stop).await?;
         Ok(TickReport { plan, deliver })
     }
 
     /// Runs passes until `shutdown` is cancelled. A pass that planned or
     /// delivered something is followed at once by another; otherwise the
-    /// worker waits for a wake-up or the jittered poll. On shutdown it stops
-    /// claiming; deliveries already in flight finish within the pass.
+    /// worker waits for a wake-up or the jittered poll. A pass after a
+    /// wake-up or a busy pass reads only unparked links; a pass after the
+    /// poll's timer, or once a poll interval has passed since the last
+    /// sweep, sweeps. On shutdown it stops claiming; deliveries already in
+    /// flight finish within the pass.
     pub async fn run(self, shutdown: CancellationToken) {
+        let mut sweep = true;
+        let mut last_sweep = tokio::time::Instant::now();
         loop {
             if shutdown.is_cancelled() {
                 return;
             }
-            let busy = match self.pass(&shutdown).await {
+            if last_sweep.elapsed() >= self.config.poll_interval {
+                sweep = true;
+            }
+            let poll = if sweep { Poll::Sweep } else { Poll::Unparked };
+            if sweep {
+                last_sweep = tokio::time::Instant::now();
+            }
+            let busy = match self.pass(&shutdown, poll).await {
                 Ok(report) => {
                     report.plan.planned
                         + report.plan.dropped
+                        + report.plan.over_budget
                         + report.deliver.attempted
                         + report.deliver.dropped_unsent
                         > 0
@@ -254,15 +283,24 @@ impl Worker {
                 }
             };
             if busy {
+                sweep = false;
                 continue;
             }
             let pause = jittered(self.config.poll_interval);
-            tokio::select! {
+            sweep = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(pause) => {}
-            }
+                _ = self.wake.notified() => false,
+                _ = tokio::time::sleep(pause) => true,
+            };
         }
+    }
+}
+
+impl Worker {
+    fn lock_swept(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.swept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The plan step: decisions for finished executions, folded per session
 //! into one pending continuation, or settled as dropped with one notice.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
@@ -14,22 +14,17 @@ use super::{Worker, WorkerError};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
 use crate::store::{
-    ContinuationPlan, Notice, NoticeAbout, PlanOutcome, ReadyLink, SessionSnapshot, StoreError,
+    ContinuationPlan, Notice, PlanOutcome, Poll, ReadyLink, SessionSnapshot, StoreError,
 };
-
-/// Pages of ready links read per pass; the rest wait for the next pass.
-/// Links known to be running are not read (see
-/// [`Store::pending_links_ready`](crate::store::Store::pending_links_ready)),
-/// so this bounds finished work per pass, and running executions cannot
-/// starve what finished behind them.
-const MAX_PAGES: usize = 20;
 
 /// The most sessions the plan step reads or settles at once (the PostgreSQL
 /// pool has 16 connections).
 const MAX_PLAN_CONCURRENCY: usize = 8;
 
-/// Sessions planned per store transaction.
-const PLAN_GROUP: usize = 64;
+/// Sessions planned per store transaction: the transaction is a fixed
+/// number of set-based statements, so larger groups mean fewer commits;
+/// smaller ones keep each transaction's locks short.
+const PLAN_GROUP: usize = 512;
 
 /// What one plan step did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -48,6 +43,9 @@ pub struct PlanReport {
     pub policy_failures: usize,
     /// Executions left for a later pass because no policy sandbox was free.
     pub deferred: usize,
+    /// Finished executions left for the next pass, which follows at once,
+    /// because this pass's result texts reached the byte budget.
+    pub over_budget: usize,
 }
 
 /// A session's finished links and what the policy said about each.
@@ -63,10 +61,31 @@ struct SessionDecisions {
 }
 
 impl Worker {
-    /// One plan step. Tests call this directly.
+    /// One plan step that sweeps (reads parked links too). Tests call this
+    /// directly.
     pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
+        self.plan_pass(Poll::Sweep).await
+    }
+
+    /// One plan step reading what `poll` names. An [`Poll::Unparked`] pass
+    /// under a policy revision no sweep has run under yet sweeps instead:
+    /// what is parked was parked by another revision's classes.
+    pub(crate) async fn plan_pass(&self, poll: Poll) -> Result<PlanReport, WorkerError> {
+        let revision = self.policy.runtime().active_revision().0;
+        let poll = {
+            let mut swept = self.lock_swept();
+            let poll = if swept.as_deref() == Some(revision.as_str()) {
+                poll
+            } else {
+                Poll::Sweep
+            };
+            if poll == Poll::Sweep {
+                *swept = Some(revision.clone());
+            }
+            poll
+        };
         let now = self.clock.now();
-        let ready = self.read_ready().await?;
+        let ready = self.read_ready(poll, &revision).await?;
         let mut report = PlanReport {
             examined: ready.len(),
             ..PlanReport::default()
@@ -78,34 +97,33 @@ impl Worker {
         let statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
         let mut classes = self.classes.classes(statuses).await?;
 
-        let mut by_session: BTreeMap<Uuid, Vec<(&ReadyLink, t::Outcome)>> = BTreeMap::new();
-        for link in &ready {
-            match classes.get(&link.status).unwrap_or(&Class::Deferred) {
-                Class::Terminal(outcome) => by_session
-                    .entry(link.session_id)
-                    .or_default()
-                    .push((link, *outcome)),
-                Class::Running => report.waiting += 1,
-                Class::Deferred => report.deferred += 1,
-                Class::Unclassifiable(error) => {
-                    report.waiting += 1;
-                    self.tell_unclassifiable(link, error, now).await?;
-                }
-            }
-        }
-        // One snapshot per session, read concurrently (in order): on
-        // PostgreSQL each is two round trips, and a pass may see thousands.
+        let by_session = self.sort_ready(&ready, &classes, &mut report, now).await?;
+        // Every session's snapshot in two queries, and the chosen results
+        // in one.
         let session_ids: Vec<Uuid> = by_session.keys().copied().collect();
-        let snapshots: Vec<Result<SessionSnapshot, StoreError>> = stream::iter(session_ids)
-            .map(|session_id| async move { self.store.session_snapshot(session_id, now).await })
-            .buffered(self.plan_concurrency())
-            .collect()
-            .await;
-        let snapshots = snapshots.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let mut snapshots: HashMap<Uuid, SessionSnapshot> = self
+            .store
+            .session_snapshots(&session_ids, now)
+            .await?
+            .into_iter()
+            .map(|s| (s.session_id, s))
+            .collect();
+        let chosen: Vec<Uuid> = by_session
+            .values()
+            .flatten()
+            .map(|(link, _)| link.execution_id)
+            .collect();
+        let mut results: HashMap<Uuid, String> = self
+            .store
+            .executions(&chosen)
+            .await?
+            .into_iter()
+            .map(|e| (e.id, e.result))
+            .collect();
         // A session's other unsettled links (planned ones, or ones beyond
         // this pass's pages) may have statuses not seen above.
         let unseen: Vec<String> = snapshots
-            .iter()
+            .values()
             .flat_map(|s| s.unsettled.iter())
             .filter_map(|l| l.execution_status.clone())
             .filter(|status| !classes.contains_key(status))
@@ -117,12 +135,18 @@ impl Worker {
         let mut inputs = Vec::new();
         let mut owners = Vec::new();
         let mut sessions: BTreeMap<Uuid, SessionDecisions> = BTreeMap::new();
-        for ((session_id, links), snapshot) in by_session.iter().zip(snapshots) {
+        for (session_id, links) in &by_session {
+            let snapshot = snapshots
+                .remove(session_id)
+                .unwrap_or_else(|| SessionSnapshot::empty(*session_id));
             sessions.entry(*session_id).or_default().window_seen =
                 snapshot.window.as_ref().map(|w| w.updated_at);
             let running = still_running(&snapshot, is_terminal);
             for (link, outcome) in links {
-                inputs.push(self.decision_input(link, &snapshot, &running, now));
+                // An execution whose row vanished since the poll (a
+                // runtime's own relation) is decided on an empty result.
+                let result = results.remove(&link.execution_id).unwrap_or_default();
+                inputs.push(self.decision_input(link, result, &snapshot, &running, now));
                 owners.push((*session_id, link.execution_id, *outcome));
             }
         }
@@ -196,58 +220,13 @@ impl Worker {
             .clamp(1, MAX_PLAN_CONCURRENCY)
     }
 
-    /// Links whose execution has reported a status the active revision has
-    /// not classified as running, oldest first, a bounded number of pages.
-    async fn read_ready(&self) -> Result<Vec<ReadyLink>, WorkerError> {
-        let mut ready: Vec<ReadyLink> = Vec::new();
-        let mut cursor = None;
-        let revision = self.policy.runtime().active_revision();
-        for _ in 0..MAX_PAGES {
-            let page = self
-                .store
-                .pending_links_ready(cursor, self.config.batch, &revision.0)
-                .await?;
-            let full = page.len() as i64 >= self.config.batch;
-            cursor = page.last().map(ReadyLink::cursor);
-            ready.extend(page);
-            if !full {
-                break;
-            }
-        }
-        Ok(ready)
-    }
-
-    /// Tells the operator, once per execution and status, that the policy
-    /// could not classify a status: the execution waits for a status it can
-    /// classify rather than silently.
-    async fn tell_unclassifiable(
-        &self,
-        link: &ReadyLink,
-        error: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(), WorkerError> {
-        let ids = [link.execution_id];
-        let key = idempotency_key("u", link.session_id, &ids, &link.status);
-        let message = format!(
-            "nomos-continue cannot tell whether execution {} has finished: the policy failed on its status {:?} ({error}); it is not continued until a status the policy can classify is reported",
-            link.execution_id, link.status
-        );
-        let revision = self.policy.runtime().active_revision().0;
-        let about = NoticeAbout {
-            session_id: link.session_id,
-            execution_ids: &ids,
-            policy_revision: &revision,
-        };
-        self.store.record_notice(about, &key, &message, now).await?;
-        Ok(())
-    }
-
     /// The policy's input for one link of a session; `still_running` is the
     /// session's (see [`still_running`]), of which the link itself is left
     /// out.
     pub(super) fn decision_input(
         &self,
         link: &ReadyLink,
+        result: String,
         snapshot: &SessionSnapshot,
         still_running: &[Uuid],
         now: DateTime<Utc>,
@@ -262,7 +241,7 @@ impl Worker {
             execution: t::Execution {
                 id: link.execution_id.to_string(),
                 status: link.status.clone(),
-                result: cut_middle(&link.result, self.config.max_result_bytes),
+                result: cut_middle(result, self.config.max_result_bytes),
                 finished_at: link.finished_at.map(Into::into),
             },
             session: t::Session {
@@ -413,7 +392,12 @@ impl Worker {
 
 /// A key that is the same for the same session, executions and reason, so
 /// two replicas planning the same work write one row, not two.
-fn idempotency_key(prefix: &str, session_id: Uuid, ids: &[Uuid], reason: &str) -> String {
+pub(super) fn idempotency_key(
+    prefix: &str,
+    session_id: Uuid,
+    ids: &[Uuid],
+    reason: &str,
+) -> String {
     let mut sorted = ids.to_vec();
     sorted.sort();
     let mut hash = Sha256::new();
@@ -425,10 +409,11 @@ fn idempotency_key(prefix: &str, session_id: Uuid, ids: &[Uuid], reason: &str) -
     format!("{prefix}-{}", &hex::encode(hash.finalize())[..32])
 }
 
-/// Keeps the head and tail of `text` within `limit` bytes.
-fn cut_middle(text: &str, limit: usize) -> String {
+/// Keeps the head and tail of `text` within `limit` bytes; a text within
+/// the limit is moved, not copied.
+fn cut_middle(text: String, limit: usize) -> String {
     if text.len() <= limit {
-        return text.to_string();
+        return text;
     }
     let half = limit / 2;
     let head = (0..=half)
@@ -467,8 +452,8 @@ mod tests {
     #[test]
     fn cut_middle_keeps_both_ends_on_char_boundaries() {
         let text = format!("START{}END", "é".repeat(1000));
-        let cut = cut_middle(&text, 100);
+        let cut = cut_middle(text, 100);
         assert!(cut.starts_with("START") && cut.ends_with("END") && cut.contains("bytes cut"));
-        assert_eq!(cut_middle("short", 100), "short");
+        assert_eq!(cut_middle("short".into(), 100), "short");
     }
 }

@@ -234,9 +234,9 @@ pub async fn null_columns_of_a_runtime_relation_stall_nobody(store: Store) {
     want.push(g);
     assert_eq!(seen, want, "the NULL-status row has not reported");
     let by_id = |id: Uuid| ready.iter().find(|l| l.execution_id == id).cloned();
-    assert_eq!(by_id(no_result).map(|l| l.result), Some(String::new()));
+    assert_eq!(by_id(no_result).map(|l| l.result_bytes), Some(0));
     assert_eq!(by_id(no_updated_at).map(|l| l.updated_at), Some(at(3)));
-    assert_eq!(by_id(g).map(|l| l.result), Some("ok".into()));
+    assert_eq!(by_id(g).map(|l| l.result_bytes), Some(2));
 
     let got = store
         .executions(&[no_result, no_updated_at, no_status])

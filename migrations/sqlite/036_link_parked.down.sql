@@ -1,0 +1,2 @@
+-- Reverses 036.
+ALTER TABLE nomos_plan_executions DROP COLUMN parked;

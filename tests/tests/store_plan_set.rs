@@ -1,0 +1,163 @@
+//! The set-based plan on both backends: a whole pass's plans in one call,
+//! each answered as it would have been alone (first of a session wins, a
+//! repeated key is the same row, every refusal writes nothing), and the
+//! batched session snapshots equal the one-by-one ones.
+
+use chrono::{DateTime, Duration, Utc};
+use nomos_continue::store::{ContinuationPlan, PlanOutcome, Route, Store};
+use uuid::Uuid;
+
+nomos_continue_tests::on_both_stores!(
+    a_pass_of_plans_is_answered_plan_by_plan,
+    snapshots_in_one_call_equal_one_by_one
+);
+
+fn now() -> DateTime<Utc> {
+    "2026-11-30T04:00:00Z".parse().expect("a valid time")
+}
+
+fn plan<'a>(session: Uuid, ids: &'a [Uuid], key: &'a str, cap: i32) -> ContinuationPlan<'a> {
+    ContinuationPlan {
+        session_id: session,
+        execution_ids: ids,
+        note: "note",
+        policy_revision: "rev",
+        idempotency_key: key,
+        hard_cap: cap,
+    }
+}
+
+/// An approved session with `n` linked executions.
+async fn session(store: &Store, n: usize) -> (Uuid, Vec<Uuid>) {
+    let s = Uuid::new_v4();
+    let ids: Vec<Uuid> = (0..n).map(|_| Uuid::new_v4()).collect();
+    store
+        .approve(s, Route::Api, now(), Duration::minutes(30))
+        .await
+        .expect("approve");
+    store.link(s, &ids, now()).await.expect("link");
+    (s, ids)
+}
+
+async fn a_pass_of_plans_is_answered_plan_by_plan(store: Store) {
+    let mut sessions = Vec::new();
+    for _ in 0..40 {
+        sessions.push(session(&store, 2).await);
+    }
+    let keys: Vec<String> = (0..40).map(|i| format!("key-{i}")).collect();
+    let (unapproved, lone) = (Uuid::new_v4(), [Uuid::new_v4()]);
+    store.link(unapproved, &lone, now()).await.expect("link");
+    let (capped, capped_ids) = session(&store, 1).await;
+    let (thief, _) = session(&store, 1).await;
+    let mut plans: Vec<ContinuationPlan> = sessions
+        .iter()
+        .zip(&keys)
+        .map(|((s, ids), key)| plan(*s, &ids[..1], key, 50))
+        .collect();
+    // A second plan of session 0 (another key, its other link): busy.
+    let second = [sessions[0].1[1]];
+    plans.push(plan(sessions[0].0, &second, "key-second", 50));
+    // Session 1's key again: the same row, not a second one.
+    plans.push(plan(sessions[1].0, &sessions[1].1[..1], &keys[1], 50));
+    plans.push(plan(unapproved, &lone, "key-unapproved", 50));
+    plans.push(plan(capped, &capped_ids, "key-capped", 0));
+    // Another session naming session 4's other link: taken.
+    let foreign = [sessions[4].1[1]];
+    plans.push(plan(thief, &foreign, "key-foreign", 50));
+    let outcomes = store
+        .plan_continuations(&plans, now())
+        .await
+        .expect("one batch");
+    assert_eq!(outcomes.len(), plans.len());
+
+    let mut planned = Vec::new();
+    for (i, outcome) in outcomes[..40].iter().enumerate() {
+        let PlanOutcome::Planned(d) = outcome else {
+            panic!("plan {i}: {outcome:?}");
+        };
+        assert_eq!(d.session_id, sessions[i].0);
+        assert_eq!(d.execution_ids, sessions[i].1[..1].to_vec());
+        assert_eq!(d.idempotency_key, keys[i]);
+        planned.push(d.clone());
+    }
+    assert_eq!(
+        outcomes[40],
+        PlanOutcome::SessionBusy {
+            in_flight: planned[0].id
+        }
+    );
+    assert_eq!(
+        outcomes[41],
+        PlanOutcome::AlreadyPlanned(planned[1].clone())
+    );
+    assert_eq!(outcomes[42], PlanOutcome::NoWindow);
+    assert_eq!(outcomes[43], PlanOutcome::CapReached { continuations: 0 });
+    assert_eq!(
+        outcomes[44],
+        PlanOutcome::LinkTaken {
+            unavailable: foreign.to_vec()
+        }
+    );
+
+    for (i, (s, ids)) in sessions.iter().enumerate() {
+        let window = store.window(*s).await.expect("read").expect("window");
+        assert_eq!(window.continuations, 1, "session {i} counted once");
+        let ledger = store.deliveries_for_session(*s).await.expect("ledger");
+        assert_eq!(ledger.len(), 1, "session {i} has one continuation");
+        let snapshot = store.session_snapshot(*s, now()).await.expect("snapshot");
+        let pointed: Vec<(Uuid, Option<Uuid>)> = snapshot
+            .unsettled
+            .iter()
+            .map(|l| (l.execution_id, l.delivery_id))
+            .collect();
+        assert!(pointed.contains(&(ids[0], Some(ledger[0].id))));
+        assert!(
+            pointed.contains(&(ids[1], None)),
+            "the other link is untouched"
+        );
+    }
+    for refused in [unapproved, capped, thief] {
+        assert!(store
+            .deliveries_for_session(refused)
+            .await
+            .expect("ledger")
+            .is_empty());
+    }
+    let capped_window = store.window(capped).await.expect("read").expect("window");
+    assert_eq!(capped_window.continuations, 0, "a refusal counts nothing");
+
+    // The whole pass again: every plan is the row already written.
+    let again = store
+        .plan_continuations(&plans[..40], now())
+        .await
+        .expect("again");
+    for (outcome, first) in again.iter().zip(&planned) {
+        assert_eq!(outcome, &PlanOutcome::AlreadyPlanned(first.clone()));
+    }
+}
+
+async fn snapshots_in_one_call_equal_one_by_one(store: Store) {
+    let (a, _) = session(&store, 3).await;
+    let (b, _) = session(&store, 1).await;
+    let unlinked = Uuid::new_v4();
+    let lone = Uuid::new_v4();
+    store
+        .link(lone, &[Uuid::new_v4()], now())
+        .await
+        .expect("link");
+    let later = now() + Duration::minutes(40);
+    let asked = [b, a, unlinked, lone, a];
+    let batch = store.session_snapshots(&asked, later).await.expect("batch");
+    let order: Vec<Uuid> = batch.iter().map(|s| s.session_id).collect();
+    assert_eq!(order, vec![b, a, unlinked, lone], "input order, once each");
+    for snapshot in &batch {
+        let alone = store
+            .session_snapshot(snapshot.session_id, later)
+            .await
+            .expect("one");
+        assert_eq!(snapshot, &alone);
+    }
+    assert_eq!(batch[1].unsettled.len(), 3);
+    assert!(!batch[1].window_open, "closed 40 minutes later");
+    assert!(batch[2].window.is_none() && batch[2].unsettled.is_empty());
+}
