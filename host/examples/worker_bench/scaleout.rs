@@ -33,8 +33,9 @@ use crate::Args;
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long the run may go without one more continuation before it is
-/// called stalled.
-const STALL: Duration = Duration::from_secs(60);
+/// called stalled. Generous: a plan step that plans every session before
+/// the first call takes minutes on a loaded machine.
+const STALL: Duration = Duration::from_secs(600);
 
 /// What the no-op agent has seen.
 #[derive(Default)]
@@ -131,18 +132,17 @@ async fn start_replica(
     Ok(child)
 }
 
-/// `top`'s first lines, one sample: who is on the CPU at that instant.
+/// `top`'s first lines over half a second: who is on the CPU then. The
+/// second of two iterations, because the first one's CPU line covers the
+/// time since boot.
 async fn top_snapshot() -> String {
-    match Command::new("top")
-        .args(["-b", "-n1", "-w", "150"])
-        .output()
-        .await
-    {
-        Ok(out) => String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .take(16)
-            .collect::<Vec<_>>()
-            .join("\n"),
+    let args = ["-b", "-n2", "-d0.5", "-w", "150"];
+    match Command::new("top").args(args).output().await {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let last = text.rfind("top - ").map_or(&text[..], |i| &text[i..]);
+            last.lines().take(16).collect::<Vec<_>>().join("\n")
+        }
         Err(e) => format!("(top: {e})"),
     }
 }
