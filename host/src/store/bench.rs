@@ -1,23 +1,27 @@
-//! Support for the claim-query benchmark (`host/examples/claim_bench.rs`).
+//! Support for the benchmarks (`host/examples/claim_bench.rs` and
+//! `host/examples/worker_bench/`): bulk fills, `VACUUM`, counts, `EXPLAIN`.
 //!
 //! Why it lives here: all SQL of the project lives in the store, including
-//! the bulk fill and the `EXPLAIN` the benchmark prints. PostgreSQL only: the
-//! question it answers ("does the poll stay flat as history grows?") is about
-//! the production backend's partial index.
+//! the bulk fills and the `EXPLAIN` the benchmarks print, so a change of the
+//! schema changes them in the same commit. The history fills are PostgreSQL
+//! only (`generate_series`; the question they answer, "does it stay flat as
+//! history grows?", is about the production backend);
+//! [`add_executions`] runs on both.
 
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, Row};
+use uuid::Uuid;
 
 use super::dialect::{query, trunc};
 use super::links::PENDING_LINKS;
-use super::{Db, Result, Store, StoreError};
+use super::{Backend, Db, Result, Store, StoreError};
 
 fn pg(store: &Store) -> Result<&sqlx::PgPool> {
     match &store.db {
         Db::Pg(pool) => Ok(pool),
         Db::Lite(_) => Err(StoreError::InvalidValue {
             field: "backend",
-            reason: "the claim benchmark needs PostgreSQL".into(),
+            reason: "this benchmark needs PostgreSQL".into(),
         }),
     }
 }
@@ -111,7 +115,120 @@ pub async fn fill_link_history(
     Ok(())
 }
 
-/// `VACUUM ANALYZE` of the link and execution tables, as autovacuum would
+/// Fills a migrated, empty database with `sessions` sessions of settled
+/// history, each as the worker leaves a session it continued once long ago:
+/// an expired window that counted one continuation, one link continued by a
+/// delivered continuation, and the link's finished execution.
+///
+/// Ids are sequential or hashed from the row number, so a million sessions
+/// load in about a minute; everything is at least an hour old.
+pub async fn fill_session_history(store: &Store, sessions: i64, now: DateTime<Utc>) -> Result<()> {
+    pg(store)?;
+    // Row g: session, execution, delivery and the time it all began.
+    const HISTORY: &str = "WITH h AS ( \
+           SELECT g, md5('s' || g)::uuid AS session_id, \
+                  lpad(to_hex(g), 32, '0')::uuid AS execution_id, \
+                  md5('d' || g)::uuid AS delivery_id, \
+                  $2 - make_interval(secs => $1 - g) AS at \
+           FROM generate_series(1, $1) AS g) ";
+    let inserts = [
+        "INSERT INTO nomos_assent_windows \
+           (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
+         SELECT session_id, at, at + interval '30 minutes', 'button', 1, NULL, \
+                at + interval '1 second' FROM h",
+        "INSERT INTO executions (id, status, result, updated_at, finished_at) \
+         SELECT execution_id, 'completed', 'ok', at, at FROM h",
+        "INSERT INTO nomos_deliveries \
+           (id, session_id, kind, idempotency_key, execution_ids, note, policy_revision, \
+            state, attempts, claims, next_attempt_at, created_at, delivered_at, updated_at) \
+         SELECT delivery_id, session_id, 'continuation', 'history-' || g, \
+                ARRAY[execution_id], 'execution finished: ok', 'history', 'delivered', 1, 1, \
+                at, at, at + interval '1 second', at + interval '1 second' FROM h",
+        "INSERT INTO nomos_plan_executions \
+           (execution_id, session_id, created_at, continued_at, delivery_id, outcome) \
+         SELECT execution_id, session_id, at, at + interval '1 second', delivery_id, \
+                'continued' FROM h",
+    ];
+    let start = trunc(now) - chrono::Duration::hours(1);
+    for insert in inserts {
+        query(format!("{HISTORY}{insert}"))
+            .bind(sessions)
+            .bind(start)
+            .execute(store)
+            .await?;
+    }
+    Ok(())
+}
+
+/// One row per `(execution, session)` pair of parameters `$1` (execution
+/// ids) and `$2` (session ids, as many), as columns `id` and `session_id`:
+/// `unnest` of the two arrays on PostgreSQL, the two JSON lists joined by
+/// position on SQLite.
+fn id_pairs(backend: Backend) -> &'static str {
+    backend.pick(
+        "unnest($1::uuid[], $2::uuid[]) AS t(id, session_id)",
+        "(SELECT e.value AS id, s.value AS session_id \
+          FROM json_each($1) e JOIN json_each($2) s ON s.key = e.key) AS t",
+    )
+}
+
+/// Links each `(session, execution)` pair at `linked_at` and reports every
+/// execution with `status` and `result`, finished at `finished_at` when that
+/// is given; one transaction of two statements, which wakes the workers on
+/// commit. It leaves what [`Store::link`] and
+/// [`Store::upsert_execution_status`] would (with a terminal `finished`),
+/// without their round trips per row, so it must change when they do. Both
+/// backends.
+pub async fn add_executions(
+    store: &Store,
+    pairs: &[(Uuid, Uuid)],
+    status: &str,
+    result: &str,
+    finished_at: Option<DateTime<Utc>>,
+    linked_at: DateTime<Utc>,
+) -> Result<()> {
+    let sessions: Vec<Uuid> = pairs.iter().map(|p| p.0).collect();
+    let executions: Vec<Uuid> = pairs.iter().map(|p| p.1).collect();
+    let rows = id_pairs(store.backend());
+    let mut tx = store.begin().await?;
+    query(format!(
+        "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
+         SELECT t.id, t.session_id, $3 FROM {rows}"
+    ))
+    .bind(&executions)
+    .bind(&sessions)
+    .bind(trunc(linked_at))
+    .execute(&mut tx)
+    .await?;
+    query(format!(
+        "INSERT INTO executions (id, status, result, updated_at, finished_at) \
+         SELECT t.id, $3, $4, $5, $6 FROM {rows}"
+    ))
+    .bind(&executions)
+    .bind(&sessions)
+    .bind(status)
+    .bind(result)
+    .bind(trunc(finished_at.unwrap_or(linked_at)))
+    .bind(finished_at.map(trunc))
+    .execute(&mut tx)
+    .await?;
+    tx.notify_wake().await?;
+    tx.commit().await
+}
+
+/// A result of `bytes` bytes of text, lines of a log as a tool prints them.
+pub fn result_text(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 64);
+    let mut line = 0;
+    while text.len() < bytes {
+        text.push_str(&format!("{line:08} step finished, exit status 0\n"));
+        line += 1;
+    }
+    text.truncate(bytes);
+    text
+}
+
+/// `VACUUM ANALYZE` of the link, execution, delivery and window tables, as autovacuum would
 /// leave them in steady state (visibility map set, statistics current).
 pub async fn vacuum_analyze(store: &Store) -> Result<()> {
     let pool = pg(store)?;
@@ -120,6 +237,8 @@ pub async fn vacuum_analyze(store: &Store) -> Result<()> {
     for sql in [
         "VACUUM ANALYZE nomos_plan_executions",
         "VACUUM ANALYZE executions",
+        "VACUUM ANALYZE nomos_deliveries",
+        "VACUUM ANALYZE nomos_assent_windows",
     ] {
         sqlx::raw_sql(sql).execute(pool).await?;
     }
