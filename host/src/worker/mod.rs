@@ -29,6 +29,7 @@ mod fold;
 mod input;
 mod notices;
 mod plan;
+mod record;
 mod rescuer;
 mod wake;
 
