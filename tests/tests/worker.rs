@@ -9,6 +9,8 @@ use std::sync::{Arc, OnceLock};
 mod classes;
 #[path = "worker/fold.rs"]
 mod fold;
+#[path = "worker/group.rs"]
+mod group;
 #[path = "worker/promises.rs"]
 mod promises;
 #[path = "worker/races.rs"]

@@ -10,21 +10,33 @@ use super::{Worker, WorkerError};
 use crate::agent::{Continuation, ExecutionReport};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
-use crate::store::{Delivery, ReadyLink};
+use crate::store::{dedup, Delivery, Execution, ReadyLink};
+use uuid::Uuid;
 
 impl Worker {
-    /// The agent's view of a continuation: each execution's latest status and
-    /// result, and how the policy classifies it. The executions are loaded in
-    /// one query and each distinct status's class is read from those kept
-    /// for the active revision (the policy is asked only about a status it
-    /// has not classified): a folded continuation costs one round trip, not
-    /// one per execution.
-    pub(super) async fn continuation(
+    /// The agent's view of each of `deliveries` (continuations), in order:
+    /// each execution's latest status and result, and how the policy
+    /// classifies it. The executions of all of them are loaded in one query
+    /// and each distinct status's class is read from those kept for the
+    /// active revision (the policy is asked only about a status it has not
+    /// classified): a claimed batch costs two round trips, not two per
+    /// continuation, nor one per execution.
+    pub(super) async fn continuations(
         &self,
-        delivery: &Delivery,
+        deliveries: &[&Delivery],
         soul: &str,
-    ) -> Result<Continuation, WorkerError> {
-        let loaded = self.store.executions(&delivery.execution_ids).await?;
+    ) -> Result<Vec<Continuation>, WorkerError> {
+        let ids: Vec<Uuid> = deliveries
+            .iter()
+            .flat_map(|d| dedup(&d.execution_ids))
+            .collect();
+        if ids.is_empty() {
+            return Ok(deliveries
+                .iter()
+                .map(|d| continuation(d, Vec::new(), soul))
+                .collect());
+        }
+        let loaded = self.store.executions(&ids).await?;
         let statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
         let outcomes: HashMap<String, String> = self
             .classes
@@ -39,34 +51,62 @@ impl Worker {
                 (status, outcome.to_string())
             })
             .collect();
-        let mut executions = Vec::with_capacity(loaded.len());
-        let mut finished_latest: Option<DateTime<Utc>> = None;
-        for execution in loaded {
-            let finished = execution.finished_at.unwrap_or(execution.updated_at);
-            finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
-            let outcome = outcomes
-                .get(&execution.status)
-                .cloned()
-                .unwrap_or_else(|| "unknown".to_string());
-            executions.push(ExecutionReport {
-                id: execution.id,
-                status: execution.status,
-                outcome,
-                result: execution.result,
-            });
+        // An execution is moved into the last continuation that names it
+        // and cloned only for the others (results can be large).
+        let mut uses: HashMap<Uuid, usize> = HashMap::new();
+        for id in &ids {
+            *uses.entry(*id).or_default() += 1;
         }
-        if let Some(finished) = finished_latest {
-            let latency = self.clock.now() - finished;
-            self.metrics
-                .pickup_latency(latency.to_std().unwrap_or(Duration::ZERO));
+        let mut by_id: HashMap<Uuid, Execution> = loaded.into_iter().map(|e| (e.id, e)).collect();
+        let now = self.clock.now();
+        let mut out = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            let mut executions = Vec::with_capacity(delivery.execution_ids.len());
+            let mut finished_latest: Option<DateTime<Utc>> = None;
+            for id in dedup(&delivery.execution_ids) {
+                let left = uses.get_mut(&id).map_or(0, |n| {
+                    *n -= 1;
+                    *n
+                });
+                let execution = if left == 0 {
+                    by_id.remove(&id)
+                } else {
+                    by_id.get(&id).cloned()
+                };
+                let Some(execution) = execution else {
+                    continue;
+                };
+                let finished = execution.finished_at.unwrap_or(execution.updated_at);
+                finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
+                let outcome = outcomes
+                    .get(&execution.status)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_string());
+                executions.push(ExecutionReport {
+                    id: execution.id,
+                    status: execution.status,
+                    outcome,
+                    result: execution.result,
+                });
+            }
+            if let Some(finished) = finished_latest {
+                let latency = now - finished;
+                self.metrics
+                    .pickup_latency(latency.to_std().unwrap_or(Duration::ZERO));
+            }
+            out.push(continuation(delivery, executions, soul));
         }
-        Ok(Continuation {
-            session_id: delivery.session_id,
-            idempotency_key: delivery.idempotency_key.clone(),
-            executions,
-            note: delivery.note.clone(),
-            soul: soul.to_string(),
-        })
+        Ok(out)
+    }
+}
+
+fn continuation(delivery: &Delivery, executions: Vec<ExecutionReport>, soul: &str) -> Continuation {
+    Continuation {
+        session_id: delivery.session_id,
+        idempotency_key: delivery.idempotency_key.clone(),
+        executions,
+        note: delivery.note.clone(),
+        soul: soul.to_string(),
     }
 }
 

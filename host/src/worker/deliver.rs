@@ -1,6 +1,7 @@
 //! The deliver step: claim only what will be called now, keep each claim's
 //! lease alive while its call runs, and record each call's outcome as soon
-//! as it returns, fenced by the claim's token.
+//! as it returns, fenced by the claim's token (accepted calls in groups, see
+//! `record`).
 //!
 //! Why this shape (each point is a promise in `docs/operations.md`):
 //! - claiming no more than the free call slots, and renewing leases while
@@ -8,22 +9,24 @@
 //!   call, so no other worker sends the same key while the first call may
 //!   still be accepted (P2);
 //! - recording each outcome on return means one slow call cannot hold up
-//!   the record of the others, and an accepted call whose record fails (the
+//!   the record of the others (calls that return together share one commit),
+//!   and an accepted call whose record fails (the
 //!   database is restarting) is kept in memory, its lease renewed, and
 //!   recorded on the next pass instead of being called again (P2, P6);
 //! - a continuation is claimed only while its window is open, and one whose
 //!   window closed while it waited or between retries is dropped with one
 //!   notice (P3, P1).
 
-use std::collections::HashSet;
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
+use super::record::{NotAccepted, Recorded, Recorder};
 use super::{notices, Worker, WorkerError};
-use crate::agent::{AgentError, Notice};
-use crate::store::{AttemptOutcome, Claim, Delivery, DeliveryKind, FailedCall};
+use crate::agent::{AgentError, Continuation, Notice};
+use crate::store::{Claim, Delivery, DeliveryKind};
 
 /// What one deliver step did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -47,56 +50,21 @@ pub struct DeliverReport {
     pub unrecorded: usize,
 }
 
-/// How a call ended, before it is recorded.
-enum Called {
-    Accepted,
-    Failed(AgentError),
-    /// Not made: asked again before a retry, the policy dropped it.
-    Dropped(String),
+/// What a claimed delivery is called with.
+enum Ready {
+    Notice,
+    Continuation(Box<Continuation>),
+    /// Its executions could not be loaded (the error): not called, retried.
+    Unloaded(String),
 }
 
-/// What recording a call's outcome did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Recorded {
-    Delivered,
-    Retried,
-    GaveUp,
-    LeaseLost,
-    /// Accepted, but the record failed: kept for the next pass.
-    Unrecorded,
-    /// A failure whose record failed: the lease lapses and it is retried.
-    Lapsed,
-    /// The policy dropped it before a retry (one notice).
-    Dropped,
-}
-
-impl Recorded {
-    /// The `result` label of `nomos_continue_deliveries_total`.
-    fn label(self) -> &'static str {
-        match self {
-            Self::Delivered => "delivered",
-            Self::Retried => "retry",
-            Self::GaveUp => "gave_up",
-            Self::LeaseLost => "lease_lost",
-            Self::Unrecorded => "unrecorded",
-            Self::Lapsed => "not_recorded",
-            Self::Dropped => "dropped_by_policy",
-        }
-    }
-}
-
-impl DeliverReport {
-    fn tally(&mut self, recorded: Recorded) {
-        match recorded {
-            Recorded::Delivered => self.delivered += 1,
-            Recorded::Retried => self.retried += 1,
-            Recorded::GaveUp => self.gave_up += 1,
-            Recorded::LeaseLost => self.lease_lost += 1,
-            Recorded::Unrecorded => self.unrecorded += 1,
-            Recorded::Lapsed => {}
-            Recorded::Dropped => self.dropped_unsent += 1,
-        }
-    }
+/// How a call task ended.
+enum Finished {
+    /// The agent accepted: the recorder records it, with the others that
+    /// end meanwhile.
+    Accepted(Claim),
+    /// Not accepted, and recorded by the task.
+    Recorded(Recorded),
 }
 
 impl Worker {
@@ -119,16 +87,18 @@ impl Worker {
         let budget = usize::try_from(self.config.batch)
             .unwrap_or(usize::MAX)
             .max(1);
-        let mut first = self.claim(slots.min(budget)).await?;
-        if first.is_empty() {
+        let mut batch = self.claim(slots.min(budget)).await?;
+        if batch.is_empty() {
             return Ok(report);
         }
         let soul: std::sync::Arc<str> = self.soul().await.into();
-        // Each call and its record run as their own task: a slow call never
-        // holds up another's record, and nothing waits on a future that is
-        // not being polled (a record awaited in this loop would starve the
-        // other calls of their database connections).
+        // Each call runs as its own task: a slow call never holds up
+        // another, and nothing waits on a future that is not being polled.
+        // An accepted call's task ends when the agent answers, freeing its
+        // slot; its record is the recorder's, written in a task of its own
+        // while this loop goes on claiming, calling and renewing leases.
         let mut calls = JoinSet::new();
+        let mut recorder = Recorder::new(self);
         let mut claimed = 0usize;
         let mut exhausted = false;
         let mut claim_error = None;
@@ -136,25 +106,25 @@ impl Worker {
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         renew.tick().await;
         loop {
-            for delivery in first.drain(..) {
-                let Some(claim) = delivery.claim() else {
-                    continue;
-                };
-                claimed += 1;
-                let (worker, soul) = (self.clone(), soul.clone());
+            claimed += batch.len();
+            report.attempted = claimed;
+            for (delivery, claim, ready) in self
+                .prepare(std::mem::take(&mut batch), &soul, &mut report)
+                .await
+            {
+                let worker = self.clone();
                 calls.spawn(async move {
-                    if !worker.still_held(&delivery, claim).await {
-                        worker.lock_in_flight().remove(&claim);
-                        worker.metrics.delivery("lease_lost");
-                        return Recorded::LeaseLost;
+                    match worker.call(&delivery, ready).await {
+                        Ok(()) => Finished::Accepted(claim),
+                        Err(not) => {
+                            let recorded = worker.record(&delivery, claim, not).await;
+                            worker.lock_in_flight().remove(&claim);
+                            Finished::Recorded(recorded)
+                        }
                     }
-                    let called = worker.call(&delivery, &soul).await;
-                    let recorded = worker.record(&delivery, claim, called).await;
-                    worker.lock_in_flight().remove(&claim);
-                    recorded
                 });
             }
-            report.attempted = claimed;
+            recorder.flush();
             let free = slots.saturating_sub(calls.len());
             // Refill when a quarter of the slots are free, so claims stay
             // few without leaving slots idle behind one slow call.
@@ -163,7 +133,7 @@ impl Worker {
                 match self.claim(free.min(budget - claimed)).await {
                     Ok(more) if more.is_empty() => exhausted = true,
                     Ok(more) => {
-                        first = more;
+                        batch = more;
                         continue;
                     }
                     Err(e) => {
@@ -172,21 +142,41 @@ impl Worker {
                     }
                 }
             }
-            if calls.is_empty() {
+            if calls.is_empty() && recorder.is_idle() {
                 break;
             }
             tokio::select! {
-                Some(joined) = calls.join_next() => match joined {
-                    Ok(recorded) => report.tally(recorded),
-                    // Its lease lapses and the delivery is tried again.
-                    Err(e) => tracing::error!("a delivery task failed: {e}"),
-                },
+                Some(joined) = calls.join_next() => {
+                    self.finished(joined, &mut recorder, &mut report);
+                    // Take every call that has ended, so the next claim and
+                    // the next group are as large as they can be.
+                    while let Some(joined) = calls.try_join_next() {
+                        self.finished(joined, &mut recorder, &mut report);
+                    }
+                }
+                () = recorder.written(&mut report) => {}
                 _ = renew.tick() => self.renew_leases().await,
             }
         }
         match claim_error {
             Some(e) => Err(e),
             None => Ok(report),
+        }
+    }
+
+    /// Takes a call task's end: an accepted call goes to the recorder,
+    /// anything else was recorded by the task.
+    fn finished(
+        &self,
+        joined: Result<Finished, tokio::task::JoinError>,
+        recorder: &mut Recorder,
+        report: &mut DeliverReport,
+    ) {
+        match joined {
+            Ok(Finished::Accepted(claim)) => recorder.push(claim),
+            Ok(Finished::Recorded(recorded)) => report.tally(self, recorded),
+            // Its lease lapses and the delivery is tried again.
+            Err(e) => tracing::error!("a delivery task failed: {e}"),
         }
     }
 
@@ -208,6 +198,52 @@ impl Worker {
         self.lock_in_flight()
             .extend(claimed.iter().filter_map(Delivery::claim));
         Ok(claimed)
+    }
+
+    /// Readies a claimed batch for its calls: the claims no longer held are
+    /// set aside (see [`Worker::still_held`]), and the continuations are
+    /// built together (two reads for the batch).
+    async fn prepare(
+        &self,
+        batch: Vec<Delivery>,
+        soul: &str,
+        report: &mut DeliverReport,
+    ) -> Vec<(Delivery, Claim, Ready)> {
+        let held = self.still_held(&batch).await;
+        let mut ready = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            let Some(claim) = delivery.claim() else {
+                continue;
+            };
+            if held.contains(&claim) {
+                ready.push((delivery, claim));
+            } else {
+                self.lock_in_flight().remove(&claim);
+                report.tally(self, Recorded::LeaseLost);
+            }
+        }
+        let wanted: Vec<&Delivery> = ready
+            .iter()
+            .map(|(d, _)| d)
+            .filter(|d| d.kind == DeliveryKind::Continuation && self.lost_claims(d).is_none())
+            .collect();
+        let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
+        let mut unloaded = String::from("not loaded");
+        match self.continuations(&wanted, soul).await {
+            Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
+            Err(e) => unloaded = e.to_string(),
+        }
+        ready
+            .into_iter()
+            .map(|(delivery, claim)| {
+                let prepared = match (delivery.kind, built.remove(&delivery.id)) {
+                    (DeliveryKind::Notice, _) => Ready::Notice,
+                    (DeliveryKind::Continuation, Some(c)) => Ready::Continuation(Box::new(c)),
+                    (DeliveryKind::Continuation, None) => Ready::Unloaded(unloaded.clone()),
+                };
+                (delivery, claim, prepared)
+            })
+            .collect()
     }
 
     /// Renews the leases of this worker's calls in flight and of accepted
@@ -238,62 +274,79 @@ impl Worker {
         }
     }
 
-    /// Whether the claim still holds its lease, checked just before the call
-    /// when the lease may have lapsed since it was taken (the claim's round
-    /// trip, or the wait for a task, took longer than a renewal period):
-    /// the lease is renewed, and a claim another worker has taken over in
-    /// the meantime is not called, so that worker's call is the only one.
-    async fn still_held(&self, delivery: &Delivery, claim: Claim) -> bool {
-        let Some(until) = delivery.lease_expires_at else {
-            return false;
-        };
+    /// The claims of a fresh batch that still hold their lease, checked just
+    /// before their calls when the lease may have lapsed since it was taken
+    /// (the claim's round trip, or the wait for the SOUL, took longer than
+    /// a renewal period): those leases are renewed, in one statement for the
+    /// batch, and a claim another worker has taken over in the meantime is
+    /// not called, so that worker's call is the only one. A batch whose
+    /// lease is fresh costs no round trip.
+    async fn still_held(&self, batch: &[Delivery]) -> HashSet<Claim> {
         let margin = chrono::Duration::from_std(self.config.renew_interval())
             .unwrap_or(chrono::Duration::zero());
-        if self.clock.now() + margin < until {
-            return true;
+        let now = self.clock.now();
+        let (fresh, stale): (Vec<&Delivery>, Vec<&Delivery>) = batch
+            .iter()
+            .partition(|d| d.lease_expires_at.is_some_and(|until| now + margin < until));
+        let mut held: HashSet<Claim> = fresh.iter().filter_map(|d| d.claim()).collect();
+        let stale: Vec<Claim> = stale
+            .iter()
+            .filter(|d| d.lease_expires_at.is_some())
+            .filter_map(|d| d.claim())
+            .collect();
+        if stale.is_empty() {
+            return held;
         }
         let lease = self.config.lease_duration();
-        match self
-            .store
-            .renew_leases(&[claim], self.clock.now(), lease)
-            .await
-        {
-            Ok(held) => held.contains(&claim.id),
+        match self.store.renew_leases(&stale, now, lease).await {
+            Ok(renewed) => {
+                let renewed: HashSet<Uuid> = renewed.into_iter().collect();
+                held.extend(stale.into_iter().filter(|c| renewed.contains(&c.id)));
+            }
             Err(e) => {
-                tracing::warn!(delivery = %claim.id, "could not confirm a stale claim, not calling: {e}");
-                false
+                tracing::warn!(
+                    claims = stale.len(),
+                    "could not confirm stale claims, not calling: {e}"
+                );
             }
         }
+        held
+    }
+
+    /// Why a delivery is not called at all: its earlier claims recorded no
+    /// result so often that the worker delivering it keeps dying mid-call.
+    fn lost_claims(&self, delivery: &Delivery) -> Option<AgentError> {
+        let lost = delivery.claims - 1 - delivery.attempts;
+        (lost >= self.config.max_lost_claims).then(|| {
+            AgentError::Permanent(format!(
+                "claimed {lost} times without a recorded result: the worker delivering it keeps dying mid-call"
+            ))
+        })
     }
 
     /// Calls the agent for one claimed delivery.
-    async fn call(&self, delivery: &Delivery, soul: &str) -> Called {
-        let lost = delivery.claims - 1 - delivery.attempts;
-        if lost >= self.config.max_lost_claims {
-            return Called::Failed(AgentError::Permanent(format!(
-                "claimed {lost} times without a recorded result: the worker delivering it keeps dying mid-call"
-            )));
+    async fn call(&self, delivery: &Delivery, ready: Ready) -> Result<(), NotAccepted> {
+        if let Some(error) = self.lost_claims(delivery) {
+            return Err(NotAccepted::Failed(error));
         }
         if delivery.kind == DeliveryKind::Continuation {
             match self.redecide(delivery).await {
-                Ok(Some(reason)) => return Called::Dropped(reason),
+                Ok(Some(reason)) => return Err(NotAccepted::Dropped(reason)),
                 Ok(None) => {}
                 Err(e) => {
-                    return Called::Failed(AgentError::unavailable(format!(
+                    return Err(NotAccepted::Failed(AgentError::unavailable(format!(
                         "could not ask the policy before the retry: {e}"
-                    )))
+                    ))))
                 }
             }
         }
-        let result = match delivery.kind {
-            DeliveryKind::Continuation => match self.continuation(delivery, soul).await {
-                Ok(continuation) => self.agent.continue_session(&continuation).await,
-                // The executions could not be read: a shortage, tried again.
-                Err(e) => Err(AgentError::unavailable(format!(
-                    "could not load the executions: {e}"
-                ))),
-            },
-            DeliveryKind::Notice => {
+        let result = match ready {
+            Ready::Continuation(continuation) => self.agent.continue_session(&continuation).await,
+            // The executions could not be read: a shortage, tried again.
+            Ready::Unloaded(e) => Err(AgentError::unavailable(format!(
+                "could not load the executions: {e}"
+            ))),
+            Ready::Notice => {
                 let notice = Notice {
                     session_id: delivery.session_id,
                     idempotency_key: delivery.idempotency_key.clone(),
@@ -302,93 +355,7 @@ impl Worker {
                 self.agent.notify(&notice).await
             }
         };
-        match result {
-            Ok(()) => Called::Accepted,
-            Err(e) => Called::Failed(e),
-        }
-    }
-
-    /// Records one call's outcome.
-    async fn record(&self, delivery: &Delivery, claim: Claim, called: Called) -> Recorded {
-        let recorded = match called {
-            Called::Accepted => {
-                match self
-                    .store
-                    .complete_deliveries(&[claim], self.clock.now())
-                    .await
-                {
-                    Ok(done) if done.contains(&claim.id) => Recorded::Delivered,
-                    Ok(_) => {
-                        tracing::warn!(delivery = %claim.id, "accepted call not recorded: its claim was taken over");
-                        Recorded::LeaseLost
-                    }
-                    Err(e) => {
-                        tracing::warn!(delivery = %claim.id, "recording an accepted call failed, kept for the next pass: {e}");
-                        self.keep_unrecorded(claim);
-                        Recorded::Unrecorded
-                    }
-                }
-            }
-            Called::Dropped(reason) => {
-                let message = notices::not_continued(&delivery.execution_ids, &reason);
-                match self
-                    .store
-                    .drop_claimed(claim, &reason, &message, self.clock.now())
-                    .await
-                {
-                    Ok(true) => Recorded::Dropped,
-                    Ok(false) => Recorded::LeaseLost,
-                    Err(e) => {
-                        tracing::warn!(delivery = %claim.id, "recording a drop failed: {e}");
-                        Recorded::Lapsed
-                    }
-                }
-            }
-            Called::Failed(error) => match self.record_failure(delivery, claim, &error).await {
-                Ok(AttemptOutcome::Retry { .. }) => Recorded::Retried,
-                Ok(AttemptOutcome::GaveUp { .. }) => Recorded::GaveUp,
-                Ok(AttemptOutcome::LeaseLost) => Recorded::LeaseLost,
-                // The lease lapses and the call is made again: its last
-                // outcome was a failure, so no acceptance is repeated.
-                Err(e) => {
-                    tracing::warn!(delivery = %claim.id, "recording a failed call failed: {e}");
-                    Recorded::Lapsed
-                }
-            },
-        };
-        self.metrics.delivery(recorded.label());
-        recorded
-    }
-
-    /// Records a failed call: a retry after a backoff (not before the
-    /// runtime's `Retry-After`, not after the budget's end), or, for a
-    /// permanent error or a spent wall-time budget, a visible `failed` state
-    /// with one notice.
-    async fn record_failure(
-        &self,
-        delivery: &Delivery,
-        claim: Claim,
-        error: &AgentError,
-    ) -> Result<AttemptOutcome, WorkerError> {
-        let now = self.clock.now();
-        tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
-        let budget = chrono::Duration::from_std(self.config.retry_budget)
-            .unwrap_or(chrono::Duration::minutes(15));
-        let deadline = delivery.first_failed_at.unwrap_or(now) + budget;
-        let wait = super::backoff(&self.config, delivery.attempts + 1)
-            .max(error.retry_after().unwrap_or(Duration::ZERO));
-        let next = (now + chrono::Duration::from_std(wait).unwrap_or(budget)).min(deadline);
-        let give_up = !error.is_retryable() || now >= deadline;
-        let notice = (give_up && delivery.kind == DeliveryKind::Continuation)
-            .then(|| notices::gave_up(delivery, error.message()));
-        let call = FailedCall {
-            error: error.message(),
-            next_attempt_at: next,
-            shortage: error.is_shortage(),
-            give_up,
-            notice: notice.as_deref(),
-        };
-        Ok(self.store.fail_delivery_attempt(claim, &call, now).await?)
+        result.map_err(NotAccepted::Failed)
     }
 
     /// Drops, with one notice each, the continuations whose window closed
@@ -414,27 +381,6 @@ impl Worker {
         Ok(())
     }
 
-    /// Records the accepted calls an earlier pass could not record.
-    async fn record_unrecorded(&self, report: &mut DeliverReport) -> Result<(), WorkerError> {
-        let claims = self.unrecorded_claims();
-        if claims.is_empty() {
-            return Ok(());
-        }
-        let done = self
-            .store
-            .complete_deliveries(&claims, self.clock.now())
-            .await?;
-        report.delivered += done.len();
-        report.lease_lost += claims.len() - done.len();
-        for _ in 0..done.len() {
-            self.metrics.delivery("delivered");
-        }
-        // Recorded, or taken over by another worker: either way no longer ours.
-        let mut kept = self.unrecorded.lock().unwrap_or_else(|p| p.into_inner());
-        kept.retain(|c| !claims.contains(c));
-        Ok(())
-    }
-
     /// This worker's claims whose call is running, and its accepted calls
     /// not yet recorded: what a crash now would leave with an unknown
     /// outcome.
@@ -444,22 +390,8 @@ impl Worker {
         claims
     }
 
-    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<Claim>> {
+    pub(super) fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<Claim>> {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn keep_unrecorded(&self, claim: Claim) {
-        self.unrecorded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(claim);
-    }
-
-    fn unrecorded_claims(&self) -> Vec<Claim> {
-        self.unrecorded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
     }
 
     /// The active policy's SOUL text; empty if the policy fails (the note

@@ -30,6 +30,7 @@ mod input;
 mod notices;
 mod plan;
 mod ready;
+mod record;
 mod rescuer;
 mod wake;
 

@@ -28,7 +28,7 @@ nomos_continue_tests::on_both_stores!(
 
 /// Polls `check` every 5 ms for up to 30 s: a deterministic signal with a
 /// generous bound, not a timing assumption.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub(super) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     for _ in 0..6000 {
         if check().await {
             return;
