@@ -16,12 +16,14 @@
 //!
 //! Why a module of its own: the store may not know the policy and the
 //! policy may not know the store; this is where the two meet, as in
-//! [`crate::deploy`]. No in-memory cache sits in front of the table: one
-//! indexed read per pass is cheap, and a cache would have to follow swaps
-//! and fall-backs on every replica.
+//! [`crate::deploy`]. An in-process copy of the kept answers, keyed by the
+//! revision like the table, spares that read on every pass, claimed batch
+//! and report: an answer of a revision never changes, so the copy needs no
+//! invalidation, only a bound on its size; a swap or a fall-back changes the
+//! revision asked about, so an older revision's answers are never used.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use uuid::Uuid;
 
@@ -33,6 +35,18 @@ use crate::store::{SessionSnapshot, Store, StoreError, StoredClass};
 /// The most statuses classified up front when a revision becomes active;
 /// any others are classified when a pass or a report first needs them.
 pub const CLASSIFY_PENDING_LIMIT: i64 = 1000;
+
+/// The most answers kept in process; past it the copy starts again empty
+/// (status strings are few in practice; a runtime that puts ids or
+/// progress into them must not grow it without bound).
+const KEPT_IN_PROCESS: usize = 4096;
+
+/// Answers of one revision, copied from the store.
+#[derive(Default)]
+struct Kept {
+    revision: String,
+    classes: HashMap<String, Class>,
+}
 
 /// How the active revision classifies one status string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +100,7 @@ pub struct StatusClasses {
     store: Store,
     policy: PolicyHandle,
     clock: Arc<dyn Clock>,
+    kept: Arc<Mutex<Kept>>,
 }
 
 impl StatusClasses {
@@ -95,6 +110,46 @@ impl StatusClasses {
             store,
             policy,
             clock,
+            kept: Arc::default(),
+        }
+    }
+
+    /// The answers of `revision` already copied, and the statuses not.
+    fn copied(
+        &self,
+        revision: &str,
+        statuses: Vec<String>,
+    ) -> (HashMap<String, Class>, Vec<String>) {
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.revision != revision {
+            return (HashMap::new(), statuses);
+        }
+        let mut found = HashMap::new();
+        let mut missing = Vec::new();
+        for status in statuses {
+            match kept.classes.get(&status) {
+                Some(class) => {
+                    found.insert(status, class.clone());
+                }
+                None => missing.push(status),
+            }
+        }
+        (found, missing)
+    }
+
+    /// Copies answers of `revision` (only answers: terminal or running).
+    fn copy<'a>(&self, revision: &str, answers: impl Iterator<Item = (&'a String, &'a Class)>) {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.revision != revision || kept.classes.len() >= KEPT_IN_PROCESS {
+            *kept = Kept {
+                revision: revision.to_owned(),
+                classes: HashMap::new(),
+            };
+        }
+        for (status, class) in answers {
+            if matches!(class, Class::Terminal(_) | Class::Running) {
+                kept.classes.insert(status.clone(), class.clone());
+            }
         }
     }
 
@@ -114,11 +169,14 @@ impl StatusClasses {
     ) -> Result<HashMap<String, Class>, ClassError> {
         statuses.sort();
         statuses.dedup();
-        let mut out = HashMap::with_capacity(statuses.len());
+        if statuses.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let revision = self.policy.runtime().active_revision().0;
+        let (mut out, statuses) = self.copied(&revision, statuses);
         if statuses.is_empty() {
             return Ok(out);
         }
-        let revision = self.policy.runtime().active_revision().0;
         for kept in self.store.status_classes(&revision, &statuses).await? {
             match kept.outcome.as_deref().map(Outcome::from_word) {
                 None => out.insert(kept.status, Class::Running),
@@ -127,6 +185,7 @@ impl StatusClasses {
                 Some(None) => continue,
             };
         }
+        self.copy(&revision, out.iter());
         let missing: Vec<String> = statuses
             .into_iter()
             .filter(|s| !out.contains_key(s))
@@ -148,10 +207,14 @@ impl StatusClasses {
             out.insert(status, class);
         }
         let now = self.clock.now();
-        for (revision, kept) in answers {
+        for (answered, kept) in answers {
             self.store
-                .save_status_classes(&revision, &kept, now)
+                .save_status_classes(&answered, &kept, now)
                 .await?;
+            // Copied once kept, so the copy never holds what the store
+            // does not.
+            let saved = kept.iter().filter_map(|k| out.get_key_value(&k.status));
+            self.copy(&answered, saved);
         }
         Ok(out)
     }

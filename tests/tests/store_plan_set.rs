@@ -4,12 +4,13 @@
 //! batched session snapshots equal the one-by-one ones.
 
 use chrono::{DateTime, Duration, Utc};
-use nomos_continue::store::{ContinuationPlan, PlanOutcome, Route, Store};
+use nomos_continue::store::{ContinuationPlan, FreshClaim, PlanOutcome, Route, Store};
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores!(
     a_pass_of_plans_is_answered_plan_by_plan,
-    snapshots_in_one_call_equal_one_by_one
+    snapshots_in_one_call_equal_one_by_one,
+    planning_can_claim_what_it_writes
 );
 
 fn now() -> DateTime<Utc> {
@@ -160,4 +161,53 @@ async fn snapshots_in_one_call_equal_one_by_one(store: Store) {
     assert_eq!(batch[1].unsettled.len(), 3);
     assert!(!batch[1].window_open, "closed 40 minutes later");
     assert!(batch[2].window.is_none() && batch[2].unsettled.is_empty());
+}
+
+/// The first `limit` continuations written (in session order) are claimed
+/// in the plan's own transaction, under one token, as a claim would; the
+/// rest are left for any worker to claim.
+async fn planning_can_claim_what_it_writes(store: Store) {
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(session(&store, 1).await);
+    }
+    sessions.sort();
+    let keys = ["k0", "k1", "k2"];
+    let plans: Vec<ContinuationPlan> = sessions
+        .iter()
+        .zip(keys)
+        .map(|((s, ids), key)| plan(*s, ids, key, 50))
+        .collect();
+    let claim = FreshClaim {
+        worker_id: "planner",
+        lease: Duration::seconds(6),
+        limit: 2,
+    };
+    let outcomes = store
+        .plan_and_claim(&plans, now(), Some(claim))
+        .await
+        .expect("plan and claim");
+    let rows: Vec<_> = outcomes
+        .iter()
+        .map(|o| match o {
+            PlanOutcome::Planned(d) => d.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    for d in &rows[..2] {
+        assert_eq!(d.lease_owner.as_deref(), Some("planner"));
+        assert_eq!(d.lease_expires_at, Some(now() + Duration::seconds(6)));
+        assert_eq!((d.claims, d.claimed_at), (1, Some(now())));
+        assert!(d.claim().is_some());
+    }
+    assert_eq!(rows[0].claim_token, rows[1].claim_token, "one token");
+    assert_eq!(rows[2].lease_owner, None);
+    assert_eq!((rows[2].claims, rows[2].claim()), (0, None));
+    // Another worker finds only the unclaimed one due.
+    let other = store
+        .claim_deliveries("other", now(), Duration::seconds(6), 10)
+        .await
+        .expect("claim");
+    let taken: Vec<_> = other.iter().map(|d| d.id).collect();
+    assert_eq!(taken, vec![rows[2].id]);
 }

@@ -69,6 +69,7 @@ mod migrate;
 pub use migrate::LOCK_ATTEMPTS;
 mod overview;
 mod plan;
+pub use plan::FreshClaim;
 mod policies;
 pub use overview::{Backlog, Overview};
 mod summary;

@@ -55,6 +55,22 @@ impl Store {
         plans: &[ContinuationPlan<'_>],
         now: DateTime<Utc>,
     ) -> Result<Vec<PlanOutcome>> {
+        self.plan_and_claim(plans, now, None).await
+    }
+
+    /// [`Store::plan_continuations`], claiming the first `claim.limit`
+    /// continuations it writes (in session order) for `claim.worker_id` in
+    /// the same transaction, as [`Store::claim_deliveries`] would under one
+    /// fresh token: their windows are open and locked here, so the claim's
+    /// own checks hold. The worker that planned them calls them at once,
+    /// and the commit a separate claim would cost is saved on the path from
+    /// a status to the call.
+    pub async fn plan_and_claim(
+        &self,
+        plans: &[ContinuationPlan<'_>],
+        now: DateTime<Utc>,
+        claim: Option<FreshClaim<'_>>,
+    ) -> Result<Vec<PlanOutcome>> {
         let now = trunc(now);
         let ids = plans.iter().map(checked_ids).collect::<Result<Vec<_>>>()?;
         if plans.is_empty() {
@@ -63,7 +79,7 @@ impl Store {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.plan_set(plans, &ids, now).await {
+            match self.plan_set(plans, &ids, now, claim).await {
                 Err(StoreError::Database(e)) if is_race(&e) && attempt < RACE_RETRIES => {}
                 other => return other,
             }
@@ -75,16 +91,29 @@ impl Store {
         plans: &[ContinuationPlan<'_>],
         ids: &[Vec<Uuid>],
         now: DateTime<Utc>,
+        claim: Option<FreshClaim<'_>>,
     ) -> Result<Vec<PlanOutcome>> {
         let mut tx = self.begin().await?;
         let seen = Seen::read(&mut tx, plans, ids).await?;
         let mut decided = seen.decide(plans, ids, now);
         if !decided.insert.is_empty() {
-            write(&mut tx, plans, ids, &mut decided, now).await?;
+            write(&mut tx, plans, ids, &mut decided, now, claim).await?;
         }
         tx.commit().await?;
         Ok(decided.outcomes())
     }
+}
+
+/// Who claims the continuations a plan writes, for how long, and how many
+/// of them (see [`Store::plan_and_claim`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FreshClaim<'a> {
+    /// The worker that will call them.
+    pub worker_id: &'a str,
+    /// The lease, as in [`Store::claim_deliveries`].
+    pub lease: chrono::Duration,
+    /// At most this many are claimed.
+    pub limit: usize,
 }
 
 /// What the checks need, read under the window locks.
@@ -263,6 +292,7 @@ async fn write(
     ids: &[Vec<Uuid>],
     decided: &mut Decided,
     now: DateTime<Utc>,
+    claim: Option<FreshClaim<'_>>,
 ) -> Result<()> {
     let backend = tx.backend();
     let sessions: Vec<Uuid> = decided
@@ -310,16 +340,27 @@ async fn write(
         link_ids.extend(ids[i].iter().copied());
         link_deliveries.extend(std::iter::repeat_n(id, ids[i].len()));
     }
+    let claimed: &[Uuid] = match claim {
+        Some(c) => &delivery_ids[..c.limit.min(delivery_ids.len())],
+        None => &[],
+    };
+    let until = trunc(now + claim.map_or(chrono::Duration::zero(), |c| c.lease));
+    // The claimed rows get what `claim_deliveries` sets; the others none.
     let sql = format!(
         concat!(
             "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
-               note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at) \
-             SELECT z.id, z.session_id, $7, z.k, {}, z.note, z.rev, 'pending', 0, $8, $8, $8 \
-             FROM {} RETURNING ",
+               note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at, \
+               lease_owner, lease_expires_at, claims, claim_token, claimed_at) \
+             SELECT z.id, z.session_id, $7, z.k, {ids}, z.note, z.rev, 'pending', 0, $8, $8, $8, \
+               CASE WHEN {mine} THEN $10 END, CASE WHEN {mine} THEN $11 END, \
+               CASE WHEN {mine} THEN 1 ELSE 0 END, CASE WHEN {mine} THEN $12 END, \
+               CASE WHEN {mine} THEN $8 END \
+             FROM {zip} RETURNING ",
             delivery_cols!()
         ),
-        backend.ids_from_json("z.ids"),
-        backend.zip(
+        ids = backend.ids_from_json("z.ids"),
+        mine = format!("z.id {}", backend.in_ids("$9")),
+        zip = backend.zip(
             "z",
             &[
                 ("$1", "id", "uuid"),
@@ -329,7 +370,7 @@ async fn write(
                 ("$5", "note", "text"),
                 ("$6", "rev", "text"),
             ]
-        )
+        ),
     );
     let rows = query(sql)
         .bind(&delivery_ids)
@@ -340,6 +381,10 @@ async fn write(
         .bind(&revisions[..])
         .bind(DeliveryKind::Continuation.as_str())
         .bind(now)
+        .bind(claimed)
+        .bind(claim.map_or("", |c| c.worker_id))
+        .bind(until)
+        .bind(Uuid::new_v4())
         .fetch_all(&mut *tx)
         .await?;
     let mut inserted: HashMap<Uuid, Delivery> = rows

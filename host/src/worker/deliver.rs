@@ -70,24 +70,46 @@ enum Finished {
 impl Worker {
     /// One deliver step. Tests call this directly.
     pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
-        self.deliver_pass(&CancellationToken::new()).await
+        self.deliver_pass(&CancellationToken::new(), Vec::new())
+            .await
     }
 
     /// One deliver step that stops claiming once `stop` is cancelled; calls
-    /// already made are finished and recorded.
+    /// already made are finished and recorded. `claimed` are continuations
+    /// the plan step claimed for it: they are called first, without a claim
+    /// of their own, and the step claims more once calls are running.
     pub(crate) async fn deliver_pass(
         &self,
         stop: &CancellationToken,
+        claimed: Vec<Delivery>,
     ) -> Result<DeliverReport, WorkerError> {
         let mut report = DeliverReport::default();
-        self.record_unrecorded(&mut report).await?;
-        self.drop_outside_window(&mut report).await?;
+        // Renewed from now on, like any claim of ours; if the pass fails
+        // before calling them, they are let go and their leases lapse, so
+        // another pass claims them (never kept renewed and uncalled).
+        let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
+        self.lock_in_flight().extend(preclaimed.iter().copied());
+        let settled = match self.record_unrecorded(&mut report).await {
+            Ok(()) => self.drop_outside_window(&mut report).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = settled {
+            let mut in_flight = self.lock_in_flight();
+            for claim in &preclaimed {
+                in_flight.remove(claim);
+            }
+            return Err(e);
+        }
 
         let slots = self.config.delivery_concurrency.max(1);
         let budget = usize::try_from(self.config.batch)
             .unwrap_or(usize::MAX)
             .max(1);
-        let mut batch = self.claim(slots.min(budget)).await?;
+        let mut batch = if claimed.is_empty() {
+            self.claim(slots.min(budget)).await?
+        } else {
+            claimed
+        };
         if batch.is_empty() {
             return Ok(report);
         }
@@ -264,10 +286,18 @@ impl Worker {
             .await
         {
             Ok(held) if held.len() < claims.len() => {
-                tracing::warn!(
-                    lost = claims.len() - held.len(),
-                    "leases taken over while their calls ran"
-                );
+                // A claim recorded while the renewal ran is no longer
+                // pending, so not renewed, and no longer ours in flight:
+                // only the rest were taken over.
+                let still_ours: HashSet<Claim> = self.claims_in_flight().into_iter().collect();
+                let held: HashSet<Uuid> = held.into_iter().collect();
+                let lost = claims
+                    .iter()
+                    .filter(|c| !held.contains(&c.id) && still_ours.contains(c))
+                    .count();
+                if lost > 0 {
+                    tracing::warn!(lost, "leases taken over while their calls ran");
+                }
             }
             Ok(_) => {}
             Err(e) => tracing::warn!("lease renewal failed: {e}"),

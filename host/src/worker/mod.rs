@@ -243,8 +243,9 @@ impl Worker {
     }
 
     async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
-        let plan = self.plan_pass(poll).await?;
-        let deliver = self.deliver_pass(stop).await?;
+        let mut plan = self.plan_pass(poll, true).await?;
+        let claimed = std::mem::take(&mut plan.claimed);
+        let deliver = self.deliver_pass(stop, claimed).await?;
         Ok(TickReport { plan, deliver })
     }
 

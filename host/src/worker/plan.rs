@@ -14,7 +14,8 @@ use super::{Worker, WorkerError};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
 use crate::store::{
-    ContinuationPlan, Notice, PlanOutcome, Poll, ReadyLink, SessionSnapshot, StoreError,
+    ContinuationPlan, Delivery, FreshClaim, Notice, PlanOutcome, Poll, ReadyLink, SessionSnapshot,
+    StoreError,
 };
 
 /// The most sessions the plan step reads or settles at once (the PostgreSQL
@@ -46,6 +47,10 @@ pub struct PlanReport {
     /// Finished executions left for the next pass, which follows at once,
     /// because this pass's result texts reached the byte budget.
     pub over_budget: usize,
+    /// Continuations planned and claimed in the same transaction, for this
+    /// pass's deliver step to call first (see
+    /// [`Store::plan_and_claim`](crate::store::Store::plan_and_claim)).
+    pub claimed: Vec<Delivery>,
 }
 
 /// A session's finished links and what the policy said about each.
@@ -64,13 +69,19 @@ impl Worker {
     /// One plan step that sweeps (reads parked links too). Tests call this
     /// directly.
     pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
-        self.plan_pass(Poll::Sweep).await
+        self.plan_pass(Poll::Sweep, false).await
     }
 
     /// One plan step reading what `poll` names. An [`Poll::Unparked`] pass
     /// under a policy revision no sweep has run under yet sweeps instead:
-    /// what is parked was parked by another revision's classes.
-    pub(crate) async fn plan_pass(&self, poll: Poll) -> Result<PlanReport, WorkerError> {
+    /// what is parked was parked by another revision's classes. With
+    /// `claim`, some of what it plans is claimed for the deliver step that
+    /// follows in the same pass (see [`PlanReport::claimed`]).
+    pub(crate) async fn plan_pass(
+        &self,
+        poll: Poll,
+        claim: bool,
+    ) -> Result<PlanReport, WorkerError> {
         let revision = self.policy.runtime().active_revision().0;
         let poll = {
             let mut swept = self.lock_swept();
@@ -191,7 +202,7 @@ impl Worker {
         }
         // All sessions' continuations in one transaction (a savepoint each),
         // then the drops, which are rarer, a few sessions at a time.
-        let refusals = self.plan_all(&sessions, now, &mut report).await?;
+        let refusals = self.plan_all(&sessions, now, claim, &mut report).await?;
         for (session_id, reason, ids) in refusals {
             if let Some(decided) = sessions.get_mut(&session_id) {
                 decided.drops.entry(reason).or_default().extend(ids);
@@ -272,6 +283,7 @@ impl Worker {
         &self,
         sessions: &BTreeMap<Uuid, SessionDecisions>,
         now: DateTime<Utc>,
+        claim: bool,
         report: &mut PlanReport,
     ) -> Result<Vec<(Uuid, String, Vec<Uuid>)>, WorkerError> {
         struct Folded<'a> {
@@ -315,12 +327,22 @@ impl Worker {
         // fewer commits than one per session, more parallel round trips than
         // one for all. Each group is in session order, so no two
         // transactions lock windows in opposite orders.
+        // The first group claims up to half the call slots for this pass's
+        // deliver step (the other half stays for what is already due).
+        let fresh = claim.then(|| FreshClaim {
+            worker_id: &self.config.worker_id,
+            lease: self.config.lease_duration(),
+            limit: (self.config.delivery_concurrency / 2).max(1),
+        });
         let plans = &plans;
         let grouped: Vec<Result<Vec<PlanOutcome>, StoreError>> =
             stream::iter((0..plans.len()).step_by(PLAN_GROUP))
                 .map(|start| async move {
                     let end = (start + PLAN_GROUP).min(plans.len());
-                    self.store.plan_continuations(&plans[start..end], now).await
+                    let claim = fresh.filter(|_| start == 0);
+                    self.store
+                        .plan_and_claim(&plans[start..end], now, claim)
+                        .await
                 })
                 .buffered(self.plan_concurrency())
                 .collect()
@@ -332,7 +354,14 @@ impl Worker {
         let mut refusals = Vec::new();
         for (f, outcome) in folded.iter().zip(outcomes) {
             let refused = match outcome {
-                PlanOutcome::Planned(_) | PlanOutcome::AlreadyPlanned(_) => {
+                PlanOutcome::Planned(d) => {
+                    report.planned += 1;
+                    if d.claim().is_some() {
+                        report.claimed.push(d);
+                    }
+                    None
+                }
+                PlanOutcome::AlreadyPlanned(_) => {
                     report.planned += 1;
                     None
                 }
