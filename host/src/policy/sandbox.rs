@@ -42,6 +42,10 @@ pub struct Limits {
     pub max_ids: usize,
     /// Sandboxes that may exist at once (the pooling allocator's slots).
     pub max_concurrent: u32,
+    /// Compiled revisions kept in memory, so activating a revision seen
+    /// before (a rollback, a swap back, an upload after its dry run) does
+    /// not compile it again.
+    pub compiled_revisions_kept: usize,
 }
 
 impl Default for Limits {
@@ -55,6 +59,7 @@ impl Default for Limits {
             max_soul_bytes: 64 << 10,
             max_ids: 64,
             max_concurrent: 64,
+            compiled_revisions_kept: 4,
         }
     }
 }
