@@ -1,9 +1,15 @@
-//! What a revision costs once it has been seen: it compiles once however
-//! often it is checked or activated, and the kept compiled revisions are
-//! bounded.
+//! What a revision costs once it has been seen, and what a sandbox is made
+//! of: a revision compiles once however often it is checked or activated;
+//! the kept compiled revisions are bounded; every sandbox reads the same
+//! randomness; a policy that needs more memory runs when the limits say so,
+//! and one the pool could never hold is refused when it is compiled.
 
-use nomos_continue::policy::{Limits, PolicyError, PolicyRuntime, BUILTIN_POLICY_WASM};
+use nomos_continue::policy::{
+    Limits, PolicyError, PolicyFailure, PolicyRuntime, BUILTIN_POLICY_WASM,
+};
 use nomos_continue_tests::policies::variant;
+
+use super::{hostile_bytes, input};
 
 fn builtin() -> PolicyRuntime {
     PolicyRuntime::new(Limits::default()).expect("the built-in policy loads")
@@ -78,4 +84,61 @@ fn a_rejected_candidate_is_not_activated_from_the_kept_revisions_either() {
     assert_eq!(runtime.stats().compiles, 2, "compiled once, vetted twice");
     assert_eq!(runtime.stats().rejected_candidates, 2);
     assert_eq!(runtime.stats().swaps, 0);
+}
+
+#[test]
+fn every_sandbox_reads_the_same_randomness() {
+    // The hostile policy hashes a constant with a fresh `RandomState`,
+    // whose keys come from WASI randomness, and reports the hash as an id.
+    let probe = |runtime: &PolicyRuntime| {
+        runtime
+            .extract_ids("probe-random")
+            .value
+            .expect("the probe answers")
+    };
+    let one = PolicyRuntime::with_policy(Limits::default(), &hostile_bytes())
+        .expect("the hostile policy passes vetting");
+    let other = PolicyRuntime::with_policy(Limits::default(), &hostile_bytes())
+        .expect("the hostile policy passes vetting");
+    let first = probe(&one);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(probe(&one), first, "another sandbox of the same runtime");
+    assert_eq!(probe(&other), first, "a sandbox of another runtime");
+}
+
+#[test]
+fn a_policy_that_needs_more_memory_runs_when_the_limits_allow_it() {
+    // The hostile policy's "alloc-96mib" takes 96 MiB before answering.
+    let small = PolicyRuntime::with_policy(Limits::default(), &hostile_bytes())
+        .expect("the hostile policy passes vetting");
+    assert!(matches!(
+        small.extract_ids("alloc-96mib").value,
+        Err(PolicyFailure::MemoryExhausted(_))
+    ));
+    let large = Limits {
+        max_memory_bytes: 256 << 20,
+        ..Limits::default()
+    };
+    let large = PolicyRuntime::with_policy(large, &hostile_bytes())
+        .expect("the hostile policy passes vetting");
+    assert_eq!(large.extract_ids("alloc-96mib").value, Ok(Vec::new()));
+    assert!(large.decide_batch(&[input("failed")]).value.is_ok());
+}
+
+#[test]
+fn a_policy_the_pool_cannot_hold_is_refused_when_compiled() {
+    let limits = Limits {
+        memories_per_sandbox: 0,
+        ..Limits::default()
+    };
+    match PolicyRuntime::new(limits) {
+        Err(PolicyError::Invalid(message)) => {
+            assert!(
+                message.contains("linear memories") && message.contains("pooling allocator"),
+                "{message}"
+            )
+        }
+        Err(other) => panic!("expected an invalid policy, got {other}"),
+        Ok(_) => panic!("a policy with a memory fits no sandbox without one"),
+    }
 }
