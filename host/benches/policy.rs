@@ -1,6 +1,7 @@
 //! The cost of a policy decision in the sandbox (a fresh instance per call,
 //! per batch of 100, and amortised on a live instance), the instantiation
-//! alone, and the wall time of activating a new revision.
+//! alone, and the wall time of activating a revision: one never seen
+//! before (compiled) and one compiled before (kept).
 //!
 //! `cargo bench -p nomos-continue --bench policy -- --warm-up-time 1 --measurement-time 3`
 //! (figures in BENCHMARKS.md). The same logic as a native call, which these
@@ -98,18 +99,41 @@ fn instantiation(c: &mut Criterion) {
     });
 }
 
+/// The built-in bytes with a custom section carrying `tag` appended: a new
+/// revision (another hash) with the same behaviour.
+fn tagged(tag: u32) -> Vec<u8> {
+    let mut bytes = BUILTIN_POLICY_WASM.to_vec();
+    bytes.extend_from_slice(&[0, 9, 4, b'b', b'e', b'n', b'c']);
+    bytes.extend_from_slice(&tag.to_le_bytes());
+    bytes
+}
+
 fn swap(c: &mut Criterion) {
     let runtime = runtime();
-    // A second valid revision: the built-in bytes with a custom section
-    // appended, which changes the hash but not the behaviour.
-    let mut other = BUILTIN_POLICY_WASM.to_vec();
-    other.extend_from_slice(&[0, 6, 5, b'b', b'e', b'n', b'c', b'h']);
     let mut group = c.benchmark_group("swap");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
-    let mut flip = false;
+    // A revision never seen before: compile, type-check, probes, swap.
+    let mut next = 0u32;
     group.bench_function("activate_new_revision", |b| {
+        b.iter_batched(
+            || {
+                next += 1;
+                tagged(next)
+            },
+            |bytes| {
+                runtime
+                    .activate(&bytes)
+                    .expect("a valid revision activates")
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    // Two revisions in turn, both compiled before: probes and swap only.
+    let other = tagged(0);
+    let mut flip = false;
+    group.bench_function("activate_kept_revision", |b| {
         b.iter_batched(
             || {
                 flip = !flip;

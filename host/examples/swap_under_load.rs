@@ -2,9 +2,16 @@
 //! main thread activates a new revision (compile, type-check, probes, swap)
 //! several times. Prints, per swap, the wall time of `activate`, the time
 //! from the start of the swap until a caller first got an answer from the
-//! new revision, and at the end the number of failed decisions.
+//! new revision, whether the swap compiled, and the callers' decisions per
+//! second while it ran (against their rate before the first swap); at the
+//! end, the number of failed decisions.
 //!
-//! `cargo run --release -p nomos-continue --example swap_under_load [SWAPS] [CALLERS]`
+//! By default the swaps alternate between two revisions, so only the first
+//! compiles and the others find their revision compiled (what a rollback or
+//! a swap back does). With `fresh`, every swap is a revision never seen
+//! before, so every swap compiles under load.
+//!
+//! `cargo run --release -p nomos-continue --example swap_under_load [SWAPS] [CALLERS] [fresh]`
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,13 +57,20 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let swaps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(6);
     let callers: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(2);
+    let fresh = args.next().is_some_and(|a| a == "fresh");
 
     let runtime = Arc::new(PolicyRuntime::new(Limits::default())?);
-    // Two valid revisions: the built-in bytes, and the same bytes with a
-    // custom section appended (a new hash, the same behaviour).
-    let mut other = BUILTIN_POLICY_WASM.to_vec();
-    other.extend_from_slice(&[0, 5, 4, b'l', b'o', b'a', b'd']);
-    let revisions = [BUILTIN_POLICY_WASM.to_vec(), other];
+    // Valid revisions: the built-in bytes, and the same bytes with a custom
+    // section appended (a new hash, the same behaviour).
+    let revision_for = |swap: usize| -> Vec<u8> {
+        let tag = if fresh { swap + 1 } else { (swap + 1) % 2 };
+        let mut bytes = BUILTIN_POLICY_WASM.to_vec();
+        if tag > 0 {
+            let tag = u8::try_from(tag % 256).unwrap_or(0);
+            bytes.extend_from_slice(&[0, 6, 4, b'l', b'o', b'a', b'd', tag]);
+        }
+        bytes
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     let decided = Arc::new(AtomicU64::new(0));
@@ -98,11 +112,17 @@ fn main() -> anyhow::Result<()> {
         })
         .collect();
 
+    let before = decided.load(Ordering::Relaxed);
+    let quiet = Instant::now();
     std::thread::sleep(Duration::from_millis(500));
-    println!("swap  activate_ms  live_after_ms  decisions_so_far");
+    let idle_rate = per_second(decided.load(Ordering::Relaxed) - before, quiet.elapsed());
+    println!("callers' decisions/s before the swaps: {idle_rate:.0}");
+    println!("swap  activate_ms  live_after_ms  compiled  decisions/s_during  decisions_so_far");
     for swap in 0..swaps {
-        let bytes = &revisions[(swap + 1) % 2];
-        let revision = Revision::of(bytes);
+        let bytes = revision_for(swap);
+        let revision = Revision::of(&bytes);
+        let compiles = runtime.stats().compiles;
+        let decided_before = decided.load(Ordering::Relaxed);
         if let Ok(mut seen) = watch.lock() {
             *seen = FirstSeen {
                 revision: revision.clone(),
@@ -110,8 +130,10 @@ fn main() -> anyhow::Result<()> {
             };
         }
         let start = Instant::now();
-        runtime.activate(bytes)?;
+        runtime.activate(&bytes)?;
         let activated = start.elapsed();
+        let during = per_second(decided.load(Ordering::Relaxed) - decided_before, activated);
+        let compiled = runtime.stats().compiles > compiles;
         let live = loop {
             if let Some(at) = watch.lock().ok().and_then(|s| s.at) {
                 break at.duration_since(start);
@@ -119,9 +141,10 @@ fn main() -> anyhow::Result<()> {
             std::thread::yield_now();
         };
         println!(
-            "{swap:>4}  {:>11.1}  {:>13.1}  {:>16}",
+            "{swap:>4}  {:>11.1}  {:>13.1}  {:>8}  {during:>18.0}  {:>16}",
             activated.as_secs_f64() * 1e3,
             live.as_secs_f64() * 1e3,
+            if compiled { "yes" } else { "no" },
             decided.load(Ordering::Relaxed)
         );
         std::thread::sleep(Duration::from_millis(200));
@@ -136,4 +159,9 @@ fn main() -> anyhow::Result<()> {
         failed.load(Ordering::Relaxed)
     );
     Ok(())
+}
+
+/// A count over a duration, per second.
+fn per_second(count: u64, over: Duration) -> f64 {
+    count as f64 / over.as_secs_f64().max(1e-9)
 }

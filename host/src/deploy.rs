@@ -104,8 +104,10 @@ impl PolicyDeployment {
     /// database so every replica converges on it. Answers the revision and
     /// the policy's own description.
     pub async fn upload(&self, bytes: Vec<u8>) -> Result<(Revision, PolicyInfo), DeployError> {
-        // One compile: `activate` vets the candidate before swapping, and the
-        // description is read from the revision now active.
+        // One compile: `activate` vets the candidate before swapping (and
+        // keeps it compiled, so a later rollback or swap back to it compiles
+        // nothing here), and the description is read from the revision now
+        // active.
         let checked = self
             .policy
             .run(move |runtime| {
@@ -162,7 +164,8 @@ impl PolicyDeployment {
     /// Returns to the previously active revision in one step (see
     /// [`Store::rollback_target`]): vetted here without a swap, made active
     /// in the database only if the revision it replaces is still the active
-    /// one, then swapped in here. So a rollback that loses a race changes
+    /// one, then swapped in here (on the compile the vetting did: the
+    /// runtime keeps compiled revisions). So a rollback that loses a race changes
     /// nothing anywhere, and this replica never runs a revision the
     /// database did not make active. Answers `(from, to)`.
     pub async fn rollback(&self) -> Result<(Revision, Revision), DeployError> {

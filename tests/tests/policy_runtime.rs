@@ -18,6 +18,8 @@ use nomos_continue::policy::{
     DEFAULT_FALLBACK_AFTER, POLICY_EXPORT,
 };
 
+#[path = "policy_runtime/revisions.rs"]
+mod revisions;
 #[path = "policy_runtime/sources.rs"]
 mod sources;
 

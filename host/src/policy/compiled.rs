@@ -49,10 +49,16 @@ pub struct CompiledPolicy {
 }
 
 impl CompiledPolicy {
-    /// Compiles `bytes` and checks them against the `continuation-policy`
-    /// world; a mismatch names what is missing.
-    pub(crate) fn compile(sandbox: &Sandbox, bytes: &[u8]) -> Result<Self, PolicyError> {
-        let revision = Revision::of(bytes);
+    /// Compiles `bytes` (of revision `revision`) and checks them against
+    /// the `continuation-policy` world; a mismatch names what is missing. A
+    /// component the sandbox's pool could never hold (more memories, tables
+    /// or core instances than `Limits` gives one sandbox) is refused here
+    /// too, by the engine, with the count and the limit.
+    pub(crate) fn compile(
+        sandbox: &Sandbox,
+        revision: Revision,
+        bytes: &[u8],
+    ) -> Result<Self, PolicyError> {
         let component = Component::new(&sandbox.engine, bytes).map_err(|e| {
             PolicyError::Invalid(format!("not a loadable WebAssembly component: {e:#}"))
         })?;

@@ -14,6 +14,7 @@
 //! - `sandbox`: the engine (pooling allocator, epoch deadlines, memory cap)
 //!   and the capability-free WASI context.
 //! - `compiled`: one revision, compiled and type-checked once.
+//! - `cache`: compiled revisions kept by hash, so each compiles once.
 //! - `eval`: one call in a fresh instance, with the answer checked against
 //!   the host's limits.
 //! - `vet`: the checks a candidate passes before activation.
@@ -26,6 +27,7 @@
 //!   database.
 
 mod bindings;
+mod cache;
 pub mod codec;
 mod compiled;
 mod convert;

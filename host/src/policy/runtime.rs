@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::cache::CompiledRevisions;
 use super::compiled::{CompiledPolicy, Revision};
 use super::eval::{self, PolicyFailure};
 use super::sandbox::{Limits, Sandbox};
@@ -43,6 +44,10 @@ pub struct PolicyStats {
     pub rejected_candidates: u64,
     /// Returns to the last good revision after repeated faults.
     pub fallbacks: u64,
+    /// Components compiled (candidates, checks and the first revision).
+    pub compiles: u64,
+    /// Activations and checks that found their revision compiled already.
+    pub compile_cache_hits: u64,
 }
 
 #[derive(Default)]
@@ -64,6 +69,7 @@ struct Slots {
 /// The host's policy runtime. Cheap to share behind an `Arc`.
 pub struct PolicyRuntime {
     sandbox: Arc<Sandbox>,
+    compiled: CompiledRevisions,
     slots: RwLock<Slots>,
     vetting: Vetting,
     fallback_after: u32,
@@ -82,11 +88,27 @@ impl PolicyRuntime {
 
     /// A runtime with `bytes` active; the policy is vetted like any swap.
     pub fn with_policy(limits: Limits, bytes: &[u8]) -> Result<Self, PolicyError> {
+        Self::start(limits, bytes, true)
+    }
+
+    /// A runtime over `bytes` that is compiled and type-checked but not
+    /// vetted, so `policy test` can report each golden case of a policy
+    /// that would not pass activation.
+    pub fn unvetted(limits: Limits, bytes: &[u8]) -> Result<Self, PolicyError> {
+        Self::start(limits, bytes, false)
+    }
+
+    fn start(limits: Limits, bytes: &[u8], vetted: bool) -> Result<Self, PolicyError> {
         let sandbox = Sandbox::new(limits)?;
+        let compiled = CompiledRevisions::new(sandbox.limits.compiled_revisions_kept);
         let vetting = Vetting::default();
-        let active = Arc::new(vet::compile_and_vet(&sandbox, bytes, &vetting)?);
+        let active = compiled.get_or_compile(&sandbox, &Revision::of(bytes), bytes)?;
+        if vetted {
+            vet::vet(&sandbox, &active, &vetting)?;
+        }
         Ok(Self {
             sandbox,
+            compiled,
             slots: RwLock::new(Slots {
                 active,
                 last_good: None,
@@ -129,7 +151,8 @@ impl PolicyRuntime {
     /// Compiles, type-checks and vets `bytes` under production limits, then
     /// makes it active. A candidate that fails any check never becomes
     /// active; the error lists why. Activating the active revision again is
-    /// a no-op.
+    /// a no-op; a revision compiled before (see `cache`) is vetted again but
+    /// not compiled.
     pub fn activate(&self, bytes: &[u8]) -> Result<Revision, PolicyError> {
         let revision = Revision::of(bytes);
         if revision == self.active_revision() {
@@ -143,8 +166,8 @@ impl PolicyRuntime {
                 self.fallback_after
             )]));
         }
-        let candidate = match vet::compile_and_vet(&self.sandbox, bytes, &self.vetting) {
-            Ok(c) => Arc::new(c),
+        let candidate = match self.compile_and_vet(&revision, bytes) {
+            Ok(c) => c,
             Err(e) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 return Err(e);
@@ -161,12 +184,26 @@ impl PolicyRuntime {
     }
 
     /// Vets `bytes` without activating them: what `policy check` and the
-    /// API's dry run report.
+    /// API's dry run report. The compiled revision is kept, so activating
+    /// it next does not compile it again.
     pub fn check(&self, bytes: &[u8]) -> Result<(Revision, t::PolicyInfo), PolicyError> {
-        let compiled = vet::compile_and_vet(&self.sandbox, bytes, &self.vetting)?;
+        let compiled = self.compile_and_vet(&Revision::of(bytes), bytes)?;
         let info = eval::describe(&self.sandbox, &compiled)
             .map_err(|e| PolicyError::Rejected(vec![e.to_string()]))?;
-        Ok((compiled.revision, info))
+        Ok((compiled.revision.clone(), info))
+    }
+
+    /// The compiled revision (compiled now if it is not kept), vetted.
+    fn compile_and_vet(
+        &self,
+        revision: &Revision,
+        bytes: &[u8],
+    ) -> Result<Arc<CompiledPolicy>, PolicyError> {
+        let compiled = self
+            .compiled
+            .get_or_compile(&self.sandbox, revision, bytes)?;
+        vet::vet(&self.sandbox, &compiled, &self.vetting)?;
+        Ok(compiled)
     }
 
     /// The execution ids a tool result names.
@@ -275,31 +312,13 @@ impl PolicyRuntime {
             swaps: self.counters.swaps.load(Ordering::Relaxed),
             rejected_candidates: self.counters.rejected.load(Ordering::Relaxed),
             fallbacks: self.counters.fallbacks.load(Ordering::Relaxed),
+            compiles: self.compiled.compiles(),
+            compile_cache_hits: self.compiled.hits(),
         }
     }
 }
 
 impl PolicyRuntime {
-    /// A runtime over `bytes` that is compiled and type-checked but not
-    /// vetted, so `policy test` can report each golden case of a policy
-    /// that would not pass activation.
-    pub fn unvetted(limits: Limits, bytes: &[u8]) -> Result<Self, PolicyError> {
-        let sandbox = Sandbox::new(limits)?;
-        let active = Arc::new(CompiledPolicy::compile(&sandbox, bytes)?);
-        Ok(Self {
-            sandbox,
-            slots: RwLock::new(Slots {
-                active,
-                last_good: None,
-            }),
-            vetting: Vetting::default(),
-            fallback_after: DEFAULT_FALLBACK_AFTER,
-            consecutive_faults: AtomicU32::new(0),
-            counters: Counters::default(),
-            quarantined: Mutex::new(Vec::new()),
-        })
-    }
-
     /// Runs a golden case through the active revision's typed exports.
     pub fn run_golden_case(&self, case: &super::golden::GoldenCase) -> super::golden::CaseOutput {
         let policy = self.active();

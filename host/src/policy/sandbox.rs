@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
-    UpdateDeadline,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
+    Store, UpdateDeadline,
 };
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{
+    Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView,
+};
 
 use super::PolicyError;
 
@@ -42,6 +44,22 @@ pub struct Limits {
     pub max_ids: usize,
     /// Sandboxes that may exist at once (the pooling allocator's slots).
     pub max_concurrent: u32,
+    /// Core instances one sandbox may hold. A component is several core
+    /// modules (the default policy: the policy itself, the WASI adapter and
+    /// canonical-ABI shims); an interpreted policy (Python, JavaScript)
+    /// bundles many more. The pool holds this many per concurrent sandbox.
+    pub core_instances_per_sandbox: u32,
+    /// Linear memories one sandbox may hold.
+    pub memories_per_sandbox: u32,
+    /// Tables one sandbox may hold.
+    pub tables_per_sandbox: u32,
+    /// Elements one table may hold; an interpreter's function table is
+    /// tens of thousands.
+    pub max_table_elements: usize,
+    /// Compiled revisions kept in memory, so activating a revision seen
+    /// before (a rollback, a swap back, an upload after its dry run) does
+    /// not compile it again.
+    pub compiled_revisions_kept: usize,
 }
 
 impl Default for Limits {
@@ -55,6 +73,11 @@ impl Default for Limits {
             max_soul_bytes: 64 << 10,
             max_ids: 64,
             max_concurrent: 64,
+            core_instances_per_sandbox: 8,
+            memories_per_sandbox: 2,
+            tables_per_sandbox: 4,
+            max_table_elements: 100_000,
+            compiled_revisions_kept: 4,
         }
     }
 }
@@ -79,6 +102,7 @@ impl HostState {
 /// Caps linear memory and table growth, and remembers a refusal.
 struct MemoryCap {
     max_bytes: usize,
+    max_table_elements: usize,
     denied: bool,
 }
 
@@ -100,7 +124,7 @@ impl ResourceLimiter for MemoryCap {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
+        Ok(desired <= self.max_table_elements)
     }
 }
 
@@ -145,23 +169,11 @@ pub(crate) struct Sandbox {
 
 impl Sandbox {
     pub(crate) fn new(limits: Limits) -> Result<Arc<Self>, PolicyError> {
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(limits.max_concurrent)
-            .total_core_instances(limits.max_concurrent * 4)
-            .total_memories(limits.max_concurrent * 2)
-            .total_tables(limits.max_concurrent * 4)
-            .max_memory_size(limits.max_memory_bytes)
-            // Reset the first pages of a slot with memset instead of
-            // madvise, keeping them resident: the next sandbox in the slot
-            // then starts without page faults on the guest's stack and
-            // heap, which dominate a fresh instance's first call.
-            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(KEEP_RESIDENT_BYTES);
         let mut config = Config::new();
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool(&limits)));
         let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
@@ -183,21 +195,15 @@ impl Sandbox {
 
     /// A fresh store with the memory cap and the deadline armed.
     pub(crate) fn store(&self) -> Store<HostState> {
-        let wasi = WasiCtx::builder()
-            .wall_clock(FrozenClock)
-            .monotonic_clock(FrozenClock)
-            .allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
         let memory = MemoryCap {
             max_bytes: self.limits.max_memory_bytes,
+            max_table_elements: self.limits.max_table_elements,
             denied: false,
         };
         let mut store = Store::new(
             &self.engine,
             HostState {
-                wasi,
+                wasi: wasi_context(),
                 table: ResourceTable::new(),
                 memory,
             },
@@ -270,6 +276,59 @@ fn thread_cpu_time() -> Option<Duration> {
 #[cfg(not(unix))]
 fn thread_cpu_time() -> Option<Duration> {
     None
+}
+
+/// The pooling allocator sized from the limits: every slot a sandbox may
+/// need is reserved once, so instantiation takes slots instead of mapping
+/// memory.
+fn pool(limits: &Limits) -> PoolingAllocationConfig {
+    let sandboxes = limits.max_concurrent;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(sandboxes)
+        .total_core_instances(sandboxes.saturating_mul(limits.core_instances_per_sandbox))
+        .total_memories(sandboxes.saturating_mul(limits.memories_per_sandbox))
+        .total_tables(sandboxes.saturating_mul(limits.tables_per_sandbox))
+        // One sandbox cannot take the slots of the others.
+        .max_core_instances_per_component(limits.core_instances_per_sandbox)
+        .max_memories_per_component(limits.memories_per_sandbox)
+        .max_tables_per_component(limits.tables_per_sandbox)
+        .table_elements(limits.max_table_elements)
+        .max_memory_size(limits.max_memory_bytes)
+        // Reset the first pages of a slot with memset instead of madvise,
+        // keeping them resident: the next sandbox in the slot then starts
+        // without page faults on the guest's stack and heap, which dominate
+        // a fresh instance's first call.
+        .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+        .table_keep_resident(KEEP_RESIDENT_BYTES)
+        // Where the kernel can say which of those pages a sandbox wrote
+        // (Linux 6.7+), only those are reset, not the whole first MiB.
+        .pagemap_scan(Enabled::Auto);
+    pool
+}
+
+/// The seed of every sandbox's randomness, for both `wasi:random`
+/// interfaces. A policy's answer must depend on its input alone, so what
+/// it reads as random (Rust's `HashMap` keys, for one) is the same in
+/// every sandbox and in every replica. Reading it costs a copy; setting it
+/// up saves little, as wasmtime-wasi's builder still seeds its default
+/// generators before they are replaced (the whole context is about 1 µs).
+const RANDOM_SEED: &[u8; 32] = b"nomos-continue policy sandbox 01";
+
+/// A WASI context that grants nothing: no files, environment, arguments,
+/// network or inherited stdio; frozen clocks; fixed-seed randomness.
+fn wasi_context() -> WasiCtx {
+    WasiCtx::builder()
+        .wall_clock(FrozenClock)
+        .monotonic_clock(FrozenClock)
+        .secure_random(Deterministic::new(RANDOM_SEED.to_vec()))
+        .insecure_random(Deterministic::new(RANDOM_SEED.to_vec()))
+        .insecure_random_seed(u128::from_le_bytes(
+            *RANDOM_SEED.first_chunk().unwrap_or(&[0; 16]),
+        ))
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build()
 }
 
 /// Advances the engine's epoch every tick until the engine is dropped.

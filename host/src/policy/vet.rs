@@ -16,22 +16,23 @@ pub struct Vetting {
     pub cases: Vec<GoldenCase>,
 }
 
-/// Compiles and vets a candidate; every problem found is listed.
-pub(crate) fn compile_and_vet(
+/// Vets a compiled candidate; every problem found is listed. Cheap next to
+/// the compile (milliseconds), so a revision compiled before is vetted
+/// again against the cases configured now.
+pub(crate) fn vet(
     sandbox: &Sandbox,
-    bytes: &[u8],
+    compiled: &CompiledPolicy,
     vetting: &Vetting,
-) -> Result<CompiledPolicy, PolicyError> {
-    let compiled = CompiledPolicy::compile(sandbox, bytes)?;
-    let mut problems = probe(sandbox, &compiled);
+) -> Result<(), PolicyError> {
+    let mut problems = probe(sandbox, compiled);
     for case in &vetting.cases {
-        let output = golden::run_case(sandbox, &compiled, case);
+        let output = golden::run_case(sandbox, compiled, case);
         if let Some(diff) = golden::mismatch(case, &output) {
             problems.push(diff);
         }
     }
     if problems.is_empty() {
-        Ok(compiled)
+        Ok(())
     } else {
         Err(PolicyError::Rejected(problems))
     }

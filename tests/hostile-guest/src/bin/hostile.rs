@@ -6,7 +6,8 @@
 //! - `extract-execution-ids`: `"loop"` spins forever, `"oom"` grows memory
 //!   without bound, `"trap"` panics, `"huge"` returns 10,000 ids, `"bad-id"`
 //!   returns a non-UUID, `"probe-env"` reports what WASI granted it (see
-//!   `probe_env`).
+//!   `probe_env`), `"probe-random"` reports what it read as random (see
+//!   `probe_random`), `"alloc-96mib"` takes 96 MiB and answers no ids.
 //! - `decide`/`decide-batch`, by `execution.status`: `"empty-note"`,
 //!   `"huge-note"` (one byte over the host's 64 KiB cap), `"loop"`, `"oom"`,
 //!   `"trap"`.
@@ -40,6 +41,17 @@ mod component {
                     .collect(),
                 "bad-id" => vec!["not-a-uuid".to_string()],
                 "probe-env" => vec![probe_env()],
+                "probe-random" => vec![probe_random()],
+                "alloc-96mib" => {
+                    // Touched once per MiB, not filled: the growth is the
+                    // point, and filling 96 MiB would take the deadline.
+                    let mut grown: Vec<u8> = Vec::with_capacity(96 << 20);
+                    for mib in grown.spare_capacity_mut().chunks_mut(1 << 20) {
+                        mib[0].write(1);
+                    }
+                    std::hint::black_box(&grown);
+                    Vec::new()
+                }
                 _ => policy::extract::extract_execution_ids(&text),
             }
         }
@@ -118,6 +130,14 @@ mod component {
             let chunk: Vec<u8> = Vec::with_capacity(1 << 20);
             hoard.push(std::hint::black_box(chunk));
         }
+    }
+
+    /// A constant hashed with a fresh `RandomState`, whose keys Rust's
+    /// standard library reads from WASI randomness, as a UUID-shaped id.
+    fn probe_random() -> String {
+        use std::hash::BuildHasher;
+        let hash = std::collections::hash_map::RandomState::new().hash_one(0u8);
+        format!("00000000-0000-4000-8000-{:012x}", hash & 0xffff_ffff_ffff)
     }
 
     /// Tries every ambient authority a WASI program might have and reports
