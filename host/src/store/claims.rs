@@ -309,12 +309,7 @@ fn split(claims: &[Claim]) -> (Vec<Uuid>, Vec<Uuid>) {
 }
 
 /// The claims bound as `$1` (ids) and `$2` (tokens), as a relation `c` of
-/// pairs `(cid, ctoken)` to join the ledger with: the two arrays zipped on
-/// PostgreSQL, the two JSON arrays joined by position on SQLite.
-fn claim_set(backend: Backend) -> &'static str {
-    backend.pick(
-        "UNNEST($1::uuid[], $2::uuid[]) AS c(cid, ctoken)",
-        "(SELECT i.value AS cid, t.value AS ctoken \
-          FROM json_each($1) AS i JOIN json_each($2) AS t ON t.key = i.key) AS c",
-    )
+/// pairs `(cid, ctoken)` to join the ledger with.
+fn claim_set(backend: Backend) -> String {
+    backend.zip("c", &[("$1", "cid", "uuid"), ("$2", "ctoken", "uuid")])
 }

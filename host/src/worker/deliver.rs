@@ -26,7 +26,7 @@ use uuid::Uuid;
 use super::record::{NotAccepted, Recorded, Recorder};
 use super::{notices, Worker, WorkerError};
 use crate::agent::{AgentError, Continuation, Notice};
-use crate::store::{Claim, Delivery, DeliveryKind};
+use crate::store::{Claim, Delivery, DeliveryKind, Poll};
 
 /// What one deliver step did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -70,18 +70,22 @@ enum Finished {
 impl Worker {
     /// One deliver step. Tests call this directly.
     pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
-        self.deliver_pass(&CancellationToken::new(), Vec::new())
+        self.deliver_pass(&CancellationToken::new(), Vec::new(), Poll::Sweep)
             .await
     }
 
     /// One deliver step that stops claiming once `stop` is cancelled; calls
     /// already made are finished and recorded. `claimed` are continuations
     /// the plan step claimed for it: they are called first, without a claim
-    /// of their own, and the step claims more once calls are running.
+    /// of their own, and the step claims more once calls are running. Only
+    /// a sweep looks for continuations whose window closed while they
+    /// waited (a read of every pending continuation): a claim never takes
+    /// one, so the sweep only settles them, within a poll interval.
     pub(crate) async fn deliver_pass(
         &self,
         stop: &CancellationToken,
         claimed: Vec<Delivery>,
+        poll: Poll,
     ) -> Result<DeliverReport, WorkerError> {
         let mut report = DeliverReport::default();
         // Renewed from now on, like any claim of ours; if the pass fails
@@ -90,8 +94,8 @@ impl Worker {
         let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
         self.lock_in_flight().extend(preclaimed.iter().copied());
         let settled = match self.record_unrecorded(&mut report).await {
-            Ok(()) => self.drop_outside_window(&mut report).await,
-            Err(e) => Err(e),
+            Ok(()) if poll == Poll::Sweep => self.drop_outside_window(&mut report).await,
+            other => other,
         };
         if let Err(e) = settled {
             let mut in_flight = self.lock_in_flight();

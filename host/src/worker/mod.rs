@@ -245,7 +245,7 @@ impl Worker {
     async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
         let mut plan = self.plan_pass(poll, true).await?;
         let claimed = std::mem::take(&mut plan.claimed);
-        let deliver = self.deliver_pass(stop, claimed).await?;
+        let deliver = self.deliver_pass(stop, claimed, poll).await?;
         Ok(TickReport { plan, deliver })
     }
 
