@@ -344,7 +344,7 @@ fn wrap<R>(rows: Vec<R>, row: fn(R) -> Row) -> Vec<Row> {
     rows.into_iter().map(row).collect()
 }
 
-/// A transaction (or a savepoint inside one) on either backend.
+/// A transaction on either backend.
 ///
 /// Dropping it without [`Tx::commit`] rolls back, so every early return of
 /// a refusal leaves nothing half written.

@@ -200,7 +200,7 @@ impl Worker {
                 }
             }
         }
-        // All sessions' continuations in one transaction (a savepoint each),
+        // The continuations, set-based, a group of sessions per transaction;
         // then the drops, which are rarer, a few sessions at a time.
         let refusals = self.plan_all(&sessions, now, claim, &mut report).await?;
         for (session_id, reason, ids) in refusals {
