@@ -14,7 +14,7 @@ nomos_continue_tests::on_both_stores!(
     batch_completion_is_a_compare_and_set
 );
 
-fn plan<'a>(session: Uuid, ids: &'a [Uuid], key: &'a str) -> ContinuationPlan<'a> {
+pub(crate) fn plan<'a>(session: Uuid, ids: &'a [Uuid], key: &'a str) -> ContinuationPlan<'a> {
     ContinuationPlan {
         session_id: session,
         execution_ids: ids,

@@ -19,12 +19,8 @@ fn now() -> DateTime<Utc> {
 
 fn plan<'a>(session: Uuid, ids: &'a [Uuid], key: &'a str, cap: i32) -> ContinuationPlan<'a> {
     ContinuationPlan {
-        session_id: session,
-        execution_ids: ids,
-        note: "note",
-        policy_revision: "rev",
-        idempotency_key: key,
         hard_cap: cap,
+        ..super::store_batch::plan(session, ids, key)
     }
 }
 

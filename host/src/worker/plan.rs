@@ -347,6 +347,11 @@ impl Worker {
                 .map(|start| async move {
                     let end = (start + PLAN_GROUP).min(plans.len());
                     let claim = fresh.filter(|_| start == 0);
+                    // The time of the transaction, not of the pass's start:
+                    // a claim is judged against its window when it is taken
+                    // (a window that expired or reopened since the pass
+                    // began must be seen as it is now).
+                    let now = self.clock.now();
                     self.store
                         .plan_and_claim(&plans[start..end], now, claim)
                         .await

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::PolicyRuntime;
-use nomos_continue::store::{Route, Store};
+use nomos_continue::store::{Poll, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -316,6 +316,13 @@ impl Sim {
     }
 
     fn start_pass(&mut self) {
+        // Half the passes read only unparked links, as a woken worker does;
+        // the drain sweeps, so what a fast pass skipped must still settle.
+        let poll = if self.rng.gen_bool(0.5) {
+            Poll::Unparked
+        } else {
+            Poll::Sweep
+        };
         let Some(incarnation) = self.workers.choose_mut(&mut self.rng) else {
             return;
         };
@@ -326,7 +333,7 @@ impl Sim {
         let errors = self.pass_errors.clone();
         let failures = self.policy_failures.clone();
         incarnation.pass = Some(tokio::spawn(async move {
-            match worker.run_once().await {
+            match worker.run_pass(poll).await {
                 Ok(report) => *lock(&failures) += report.plan.policy_failures,
                 Err(e) => {
                     tracing_free_log(&format!("worker pass failed: {e}"));
