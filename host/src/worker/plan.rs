@@ -202,7 +202,7 @@ impl Worker {
         }
         // The continuations, set-based, a group of sessions per transaction;
         // then the drops, which are rarer, a few sessions at a time.
-        let refusals = self.plan_all(&sessions, now, claim, &mut report).await?;
+        let refusals = self.plan_all(&sessions, claim, &mut report).await?;
         for (session_id, reason, ids) in refusals {
             if let Some(decided) = sessions.get_mut(&session_id) {
                 decided.drops.entry(reason).or_default().extend(ids);
@@ -289,7 +289,6 @@ impl Worker {
     async fn plan_all(
         &self,
         sessions: &BTreeMap<Uuid, SessionDecisions>,
-        now: DateTime<Utc>,
         claim: bool,
         report: &mut PlanReport,
     ) -> Result<Vec<(Uuid, String, Vec<Uuid>)>, WorkerError> {
