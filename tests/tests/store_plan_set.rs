@@ -10,7 +10,8 @@ use uuid::Uuid;
 nomos_continue_tests::on_both_stores!(
     a_pass_of_plans_is_answered_plan_by_plan,
     snapshots_in_one_call_equal_one_by_one,
-    planning_can_claim_what_it_writes
+    planning_can_claim_what_it_writes,
+    a_window_opened_after_the_pass_read_the_clock_is_not_claimed_before_it
 );
 
 fn now() -> DateTime<Utc> {
@@ -206,4 +207,58 @@ async fn planning_can_claim_what_it_writes(store: Store) {
         .expect("claim");
     let taken: Vec<_> = other.iter().map(|d| d.id).collect();
     assert_eq!(taken, vec![rows[2].id]);
+}
+
+/// A pass reads the clock, then a denied window is approved again before the
+/// plan runs: the plan still writes the continuation (the window is open),
+/// but claims only the one whose window had opened by the pass's `now`, so
+/// no claim is stamped at an instant before its window opened.
+async fn a_window_opened_after_the_pass_read_the_clock_is_not_claimed_before_it(store: Store) {
+    let (early, early_ids) = session(&store, 1).await;
+    let (late, late_ids) = session(&store, 1).await;
+    let stale = now() + Duration::seconds(10);
+    store
+        .deny(late, now() + Duration::seconds(5))
+        .await
+        .expect("deny");
+    let reopened = stale + Duration::seconds(1);
+    store
+        .approve(late, Route::Api, reopened, Duration::minutes(30))
+        .await
+        .expect("approve again");
+    let plans = [
+        plan(early, &early_ids, "k-early", 50),
+        plan(late, &late_ids, "k-late", 50),
+    ];
+    let claim = FreshClaim {
+        worker_id: "planner",
+        lease: Duration::seconds(6),
+        limit: 10,
+    };
+    let outcomes = store
+        .plan_and_claim(&plans, stale, Some(claim))
+        .await
+        .expect("plan and claim");
+    let [PlanOutcome::Planned(e), PlanOutcome::Planned(l)] = &outcomes[..] else {
+        panic!("both are planned: {outcomes:?}");
+    };
+    assert_eq!(
+        (e.lease_owner.as_deref(), e.claimed_at),
+        (Some("planner"), Some(stale))
+    );
+    assert_eq!(
+        (l.lease_owner.as_deref(), l.claimed_at, l.claims),
+        (None, None, 0)
+    );
+    // The next claim, at a later now, takes it.
+    let next = store
+        .claim_deliveries("other", reopened, Duration::seconds(6), 10)
+        .await
+        .expect("claim");
+    assert_eq!(
+        next.iter()
+            .map(|d| (d.id, d.claimed_at))
+            .collect::<Vec<_>>(),
+        vec![(l.id, Some(reopened))]
+    );
 }

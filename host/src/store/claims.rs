@@ -47,7 +47,11 @@ impl Store {
     ///
     /// Due means: `pending`, `next_attempt_at <= now`, not leased or the
     /// lease has expired at `now`, and, for a continuation, the session's
-    /// assent window is open at `now`. The window is checked in the claim
+    /// assent window is open at `now`: not closed, not expired, and opened
+    /// by then. That last part matters to a `now` read before a slow await:
+    /// a window re-approved meanwhile must not be claimed at an instant
+    /// before it opened (the claim waits for the next pass instead; unlike a
+    /// drop, a claim refused for skew only delays). The window is checked in the claim
     /// itself (on PostgreSQL with a share lock on the window row, so a deny
     /// either commits before the claim and the claim skips the row, or waits
     /// for the claim: then the call was already in flight when the deny
@@ -80,7 +84,7 @@ impl Store {
                      WHERE d.state = 'pending' AND d.kind = 'continuation' \
                        AND d.next_attempt_at <= $3 \
                        AND (d.lease_owner IS NULL OR d.lease_expires_at <= $3) \
-                       AND w.closed_at IS NULL AND w.expires_at > $3 \
+                       AND w.closed_at IS NULL AND w.opened_at <= $3 AND w.expires_at > $3 \
                      ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT $4 \
                      FOR UPDATE OF d SKIP LOCKED FOR SHARE OF w), \
                  picked AS ( \
@@ -104,7 +108,7 @@ impl Store {
                        AND (d.kind = 'notice' OR EXISTS ( \
                            SELECT 1 FROM nomos_assent_windows w \
                            WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
-                             AND w.expires_at > $3)) \
+                             AND w.opened_at <= $3 AND w.expires_at > $3)) \
                      ORDER BY d.next_attempt_at, d.created_at, d.id \
                      LIMIT $4) \
                  RETURNING ",

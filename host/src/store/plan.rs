@@ -304,19 +304,24 @@ async fn write(
     // answered as closed and its plan writes nothing.
     let rows = query(format!(
         "UPDATE nomos_assent_windows SET continuations = continuations + 1, updated_at = $2 \
-         WHERE session_id {} AND closed_at IS NULL AND expires_at > $2 RETURNING session_id",
+         WHERE session_id {} AND closed_at IS NULL AND expires_at > $2 \
+         RETURNING session_id, opened_at",
         backend.in_ids("$1")
     ))
     .bind(&sessions)
     .bind(now)
     .fetch_all(&mut *tx)
     .await?;
-    let bumped: HashSet<Uuid> = rows
+    // Each bumped session, and whether its window had opened by `now`: a
+    // window re-approved after this pass read the clock is still bumped (it
+    // is open), but its delivery is left for the next claim, whose `now`
+    // is later, rather than claimed at an instant before the window opened.
+    let bumped: HashMap<Uuid, bool> = rows
         .iter()
-        .map(|r| r.uuid("session_id"))
+        .map(|r| Ok((r.uuid("session_id")?, r.time("opened_at")? <= now)))
         .collect::<Result<_>>()?;
     decided.insert.retain(|&(i, _)| {
-        let kept = bumped.contains(&plans[i].session_id);
+        let kept = bumped.contains_key(&plans[i].session_id);
         if !kept {
             decided.outcomes[i] = Some(PlanOutcome::WindowClosed);
         }
@@ -340,9 +345,13 @@ async fn write(
         link_ids.extend(ids[i].iter().copied());
         link_deliveries.extend(std::iter::repeat_n(id, ids[i].len()));
     }
-    let claimed: &[Uuid] = match claim {
-        Some(c) => &delivery_ids[..c.limit.min(delivery_ids.len())],
-        None => &[],
+    let claimed: Vec<Uuid> = match claim {
+        Some(c) => (decided.insert.iter())
+            .filter(|&&(i, _)| bumped.get(&plans[i].session_id) == Some(&true))
+            .map(|&(_, id)| id)
+            .take(c.limit)
+            .collect(),
+        None => Vec::new(),
     };
     let until = trunc(now + claim.map_or(chrono::Duration::zero(), |c| c.lease));
     // The claimed rows get what `claim_deliveries` sets; the others none.
@@ -381,7 +390,7 @@ async fn write(
         .bind(&revisions[..])
         .bind(DeliveryKind::Continuation.as_str())
         .bind(now)
-        .bind(claimed)
+        .bind(&claimed)
         .bind(claim.map_or("", |c| c.worker_id))
         .bind(until)
         .bind(Uuid::new_v4())

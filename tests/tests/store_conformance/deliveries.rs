@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{
-    AttemptOutcome, Claim, DeliveryState, FailedCall, LinkState, Notice, Store,
+    AttemptOutcome, Claim, DeliveryState, FailedCall, LinkState, Notice, Route, Store,
 };
 use uuid::Uuid;
 
@@ -96,6 +96,36 @@ pub async fn claim_lease_expiry_reclaim(store: Store) {
         .unwrap()
         .is_empty());
     assert!(!complete(&store, w2, at(101)).await, "only once");
+}
+
+/// A claim whose `now` was read before its window was approved again (a
+/// worker slow between reading the clock and claiming) takes nothing: a
+/// claim is never stamped at an instant its window was not open. The next
+/// claim, at a later `now`, takes it.
+pub async fn a_claim_before_the_window_reopened_takes_nothing(store: Store) {
+    let (session, e) = ready_session(&store, 1).await;
+    let d = planned(&store, session, &e, at(5)).await;
+    store.deny(session, at(10)).await.unwrap().expect("denied");
+    store
+        .approve(session, Route::Button, at(20), Duration::minutes(30))
+        .await
+        .unwrap();
+    let stale = store
+        .claim_deliveries("w1", at(15), LEASE, 10)
+        .await
+        .unwrap();
+    assert!(
+        stale.is_empty(),
+        "claimed before the window opened: {stale:?}"
+    );
+    let got = store
+        .claim_deliveries("w1", at(20), LEASE, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        got.iter().map(|g| (g.id, g.claimed_at)).collect::<Vec<_>>(),
+        vec![(d.id, Some(at(20)))]
+    );
 }
 
 pub async fn lost_lease_changes_nothing(store: Store) {
