@@ -161,9 +161,14 @@ impl Runtime {
             ));
         };
         if !lock(&self.windows).open_at(continuation.session_id, claimed_at) {
+            let stored = self.store.window(continuation.session_id).await;
+            let spans = lock(&self.windows).spans(continuation.session_id);
             self.violation(format!(
-                "P3: continuation {} of session {} claimed at {claimed_at} outside its window",
-                continuation.idempotency_key, continuation.session_id
+                "P3: continuation {} of session {} claimed at {claimed_at} outside its window \
+                 (model {spans:?}; store {stored:?}; clock {})",
+                continuation.idempotency_key,
+                continuation.session_id,
+                self.clock.now()
             ));
         }
     }

@@ -200,8 +200,15 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
     // Drained: nothing pending is left behind.
     for d in ledger.iter().filter(|d| d.state == DeliveryState::Pending) {
         v.push(format!(
-            "P1: delivery {} ({:?}) still pending after the drain",
-            d.id, d.kind
+            "P1: delivery {} ({:?}) still pending after the drain: {} attempts, \
+             next at {}, lease {:?} to {:?}, last error {:?}",
+            d.id,
+            d.kind,
+            d.attempts,
+            d.next_attempt_at,
+            d.lease_owner,
+            d.lease_expires_at,
+            d.last_error
         ));
     }
     report.violations = v;

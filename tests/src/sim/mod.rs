@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::PolicyRuntime;
-use nomos_continue::store::{Poll, Route, Store};
+use nomos_continue::store::{DeliveryState, Poll, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -457,10 +457,29 @@ impl Sim {
                     Err(_) => *lock(&self.pass_errors) += 1,
                 }
             }
-            if !busy {
+            // A pass with nothing to do is not the end while a retry is
+            // still waiting for its time (an agent's `Retry-After` may be
+            // longer than one step).
+            if !busy && !self.anything_pending().await {
                 break;
             }
         }
+    }
+
+    /// Whether any session's ledger still holds a pending delivery.
+    async fn anything_pending(&self) -> bool {
+        for session in &self.sessions {
+            match self.store.session_summary(*session).await {
+                Ok(summary) => {
+                    if (summary.deliveries.iter()).any(|d| d.state == DeliveryState::Pending) {
+                        return true;
+                    }
+                }
+                // The check after the drain reports an unreadable session.
+                Err(_) => return false,
+            }
+        }
+        false
     }
 }
 

@@ -36,6 +36,11 @@ impl Windows {
         }
     }
 
+    /// The session's open intervals, for a violation's evidence.
+    pub fn spans(&self, session: Uuid) -> Vec<Span> {
+        self.open.get(&session).cloned().unwrap_or_default()
+    }
+
     /// Whether the window was open at `at`. A claim at the very instant of
     /// a deny is ambiguous on a stopped clock (the claim may have come
     /// first), so the deny's instant itself counts as open; the engine's
