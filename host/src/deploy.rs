@@ -134,6 +134,33 @@ impl PolicyDeployment {
         Ok((revision, info))
     }
 
+    /// Keeps this binary's built-in policy in the store by hash, without
+    /// activating it: it decides whenever nothing else is active, and is
+    /// the fall-back after faults, so the decision log names it; `policy
+    /// replay` loads every revision it names from the store, including a
+    /// built-in of an older binary.
+    pub async fn keep_builtin(&self) -> Result<(), DeployError> {
+        let builtin = Revision::of(BUILTIN_POLICY_WASM);
+        let described = (self.policy)
+            .describe()
+            .await
+            .map_err(|e| DeployError::Task(e.to_string()))?;
+        let info = match described.value {
+            Ok(info) if described.revision == builtin => info,
+            _ => unknown_info(),
+        };
+        self.store
+            .save_policy_revision(
+                &builtin.0,
+                BUILTIN_POLICY_WASM,
+                &info.name,
+                &info.version,
+                self.clock.now(),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// The first upload to a database with no active revision replaces the
     /// built-in policy, which was never recorded: it is recorded (and its
     /// activation logged) first, so a rollback can return to it.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use nomos_continue::commands::{self, serve::ServeArgs, DbArgs};
+use nomos_continue::commands::{self, replay::ReplayArgs, serve::ServeArgs, DbArgs};
 
 /// Auto-continuation for agent runtimes: re-invokes the agent when its
 /// asynchronous executions finish, while the operator's approval is open.
@@ -73,6 +73,37 @@ enum PolicyCmd {
         /// The policy component (.wasm).
         wasm: PathBuf,
     },
+    /// Decide the recorded decisions again with a candidate policy and
+    /// print each one that changes; exits 1 if any did.
+    Replay {
+        /// The candidate component (.wasm).
+        candidate: PathBuf,
+        /// Only decisions taken this recently (e.g. 90m, 24h, 7d).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        since: Option<std::time::Duration>,
+        /// Only this session's decisions.
+        #[arg(long)]
+        session: Option<String>,
+        /// Exit 0 even when decisions changed.
+        #[arg(long)]
+        allow_changes: bool,
+        /// Decisions of each recorded revision re-run first to check that
+        /// it reproduces its own answers.
+        #[arg(long, default_value_t = 100)]
+        sample: usize,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Write a recorded decision as a golden case (`.in` and `.out`).
+    Capture {
+        /// The decision's id (from `policy replay`).
+        decision: i64,
+        /// The golden folder to write into.
+        #[arg(long, default_value = "tests/golden/decide")]
+        to: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 fn main() -> ExitCode {
@@ -98,6 +129,24 @@ fn main() -> ExitCode {
         }
         Cmd::Policy(PolicyCmd::Decide { wasm }) => commands::policy::decide(&wasm),
         Cmd::Policy(PolicyCmd::Extract { wasm }) => commands::policy::extract(&wasm),
+        Cmd::Policy(PolicyCmd::Replay {
+            candidate,
+            since,
+            session,
+            allow_changes,
+            sample,
+            db,
+        }) => commands::replay::replay(&ReplayArgs {
+            candidate,
+            since,
+            session,
+            database_url: db.database_url,
+            allow_changes,
+            sample,
+        }),
+        Cmd::Policy(PolicyCmd::Capture { decision, to, db }) => {
+            commands::replay::capture(&db.database_url, decision, &to)
+        }
     };
     commands::exit_code(result)
 }

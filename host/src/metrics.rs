@@ -29,6 +29,10 @@ pub struct Metrics {
     pending_links: AtomicU64,
     /// Leases the rescuer released.
     leases_rescued: AtomicU64,
+    /// Passes whose decisions the decision log could not record.
+    decision_log_failures: AtomicU64,
+    /// Decisions purged from the log past their retention.
+    decisions_purged: AtomicU64,
 }
 
 impl Metrics {
@@ -72,6 +76,16 @@ impl Metrics {
     /// Counts leases the rescuer released after their holders stopped renewing them.
     pub fn leases_rescued(&self, count: u64) {
         self.leases_rescued.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// Counts a pass whose decisions could not be logged.
+    pub fn decision_log_failed(&self) {
+        self.decision_log_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts decisions purged from the log.
+    pub fn decisions_purged(&self, count: u64) {
+        self.decisions_purged.fetch_add(count, Ordering::Relaxed);
     }
 
     /// Decisions recorded so far with this outcome.
@@ -153,6 +167,16 @@ impl Metrics {
                 "nomos_continue_leases_rescued_total",
                 "Expired leases released by the rescuer.",
                 self.leases_rescued.load(Ordering::Relaxed),
+            ),
+            (
+                "nomos_continue_decision_log_failures_total",
+                "Plan passes whose decisions the decision log could not record.",
+                self.decision_log_failures.load(Ordering::Relaxed),
+            ),
+            (
+                "nomos_continue_decisions_purged_total",
+                "Logged decisions purged past their retention.",
+                self.decisions_purged.load(Ordering::Relaxed),
             ),
         ];
         for (name, help, value) in counters {

@@ -6,6 +6,8 @@
 
 #[path = "chat_history.rs"]
 mod chat_history;
+#[path = "decision_log.rs"]
+mod decision_log;
 #[path = "live_migration.rs"]
 mod live_migration;
 #[path = "store_batch.rs"]

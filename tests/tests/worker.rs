@@ -11,6 +11,8 @@ mod classes;
 mod fold;
 #[path = "worker/group.rs"]
 mod group;
+#[path = "worker/journal.rs"]
+mod journal;
 #[path = "worker/promises.rs"]
 mod promises;
 #[path = "worker/races.rs"]

@@ -7,6 +7,7 @@ use clap::Args;
 
 pub mod migrate;
 pub mod policy;
+pub mod replay;
 pub mod retry;
 pub mod serve;
 pub mod status;

@@ -118,6 +118,11 @@ pub struct ServeArgs {
     /// policy answers (the default policy stops at 20 on its own).
     #[arg(long, env = "NOMOS_CONTINUE_HARD_CAP", default_value_t = 50)]
     hard_cap: i32,
+    /// Days the decision log keeps each decision the policy took (its
+    /// input, answer and what followed), for `policy replay` and `policy
+    /// capture`; 0 logs nothing.
+    #[arg(long, env = "NOMOS_CONTINUE_DECISION_LOG_DAYS", default_value_t = 7)]
+    decision_log_days: u64,
 }
 
 impl ServeArgs {
@@ -156,6 +161,8 @@ impl ServeArgs {
         config.worker.lease = Duration::from_secs(self.lease_secs.max(1));
         config.worker.retry_budget = Duration::from_secs(self.retry_budget_secs);
         config.worker.hard_cap = self.hard_cap;
+        config.worker.log_decisions = self.decision_log_days > 0;
+        config.decision_retention = Duration::from_secs(self.decision_log_days * 24 * 3600);
         config.limits.deadline = Duration::from_millis(self.policy_deadline_ms.max(1));
         config.limits.max_memory_bytes = self.policy_memory_mib.max(1) << 20;
         Ok((self.listen, config))

@@ -135,6 +135,12 @@ pub fn answer_line<T: Serialize + ?Sized>(answer: &T) -> Result<String, CodecErr
     Ok(line)
 }
 
+/// How the decision log writes a policy's failure where an answer would
+/// be: `{"error": …}`, one line without its newline.
+pub fn failure_line(reason: &str) -> String {
+    serde_json::json!({ "error": reason }).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,10 @@
 //! The JSON form is the one policy authors write in golden files and pipe
 //! into `wasmtime run policy.wasm decide`: snake_case keys, RFC 3339 times,
 //! unknown keys refused (a typo must be an error, not a silent default).
-//! The host only ever *reads* decision inputs and *writes* answers, so each
-//! type implements the one direction it needs. Field order is part of the
+//! The host reads decision inputs and writes answers; it also writes the
+//! inputs it decided on, in the same form, to the decision log (so a
+//! recorded input is a golden case as it stands), and reads them back to
+//! replay them. Answers are only written. Field order is part of the
 //! form too: serde lists the expected fields in declaration order in its
 //! errors, and golden `.err` files pin those lines.
 
@@ -40,6 +42,16 @@ impl From<DateTime<Utc>> for Timestamp {
             seconds: at.timestamp(),
             nanoseconds: at.nanosecond(),
         }
+    }
+}
+
+/// Written as RFC 3339 in UTC, with a fraction only when there is one, as
+/// golden files write it, so a logged input reads back to the same value.
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let at = DateTime::<Utc>::from_timestamp(self.seconds, self.nanoseconds)
+            .ok_or_else(|| serde::ser::Error::custom("timestamp out of range"))?;
+        serializer.serialize_str(&at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
     }
 }
 
@@ -132,7 +144,7 @@ pub struct PolicyInfo {
 }
 
 /// How the operator approved the plan that opened a window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalRoute {
     /// Recorded by the chat client's approve button.
@@ -144,7 +156,7 @@ pub enum ApprovalRoute {
 }
 
 /// An assent window; open while `opened_at <= now < expires_at`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
     /// The approval's time, stamped by the replica that took it.
@@ -157,7 +169,7 @@ pub struct Window {
 
 /// One asynchronous execution as the runtime last reported it. A missing
 /// `finished_at` is `None` (serde's rule for `Option` fields).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Execution {
     /// Canonical lowercase UUID, as the host stores it.
@@ -184,7 +196,7 @@ pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
 }
 
 /// The chat session an execution is linked to.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Session {
     /// Canonical lowercase UUID.
@@ -201,7 +213,7 @@ pub struct Session {
 }
 
 /// Everything a policy needs to decide about one execution.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionInput {
     /// The host's clock at the pass (never before the window opened).
@@ -282,5 +294,33 @@ mod tests {
         );
         let bad = Timestamp::try_from("yesterday".to_string()).unwrap_err();
         assert!(bad.starts_with("invalid timestamp \"yesterday\""), "{bad}");
+    }
+
+    /// Every golden decision input, written back as the decision log writes
+    /// it, reads to the same value: a logged input replays as it was seen.
+    #[test]
+    fn decision_inputs_read_back_from_their_written_form() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/decide");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).expect("the golden decide folder") {
+            let path = entry.expect("an entry").path();
+            if path.extension().is_none_or(|e| e != "in") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("a readable case");
+            let Ok(input) = serde_json::from_str::<DecisionInput>(&text) else {
+                continue; // a bad-input case
+            };
+            let written = json(&input);
+            let again: DecisionInput = serde_json::from_str(&written).expect("reads back");
+            assert_eq!(again, input, "{}", path.display());
+            read += 1;
+        }
+        assert!(read > 5, "only {read} cases read");
+        let fraction = Timestamp::try_from("2026-11-30T04:00:00.25Z".to_string());
+        assert_eq!(
+            fraction.map(|t| json(&t)).ok().as_deref(),
+            Some("\"2026-11-30T04:00:00.250Z\"")
+        );
     }
 }

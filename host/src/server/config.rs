@@ -25,6 +25,9 @@ pub const DEFAULT_WORKER_HEARTBEAT: Duration = Duration::from_secs(5);
 /// the id of a live process.
 pub const DEFAULT_WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 
+/// Seven days of decisions: a week of traffic to replay a candidate on.
+pub const DEFAULT_DECISION_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Everything a process can be told. Where the API listens is not here:
 /// the caller binds the listener and hands it over.
 #[derive(Debug, Clone)]
@@ -64,8 +67,12 @@ pub struct ServeConfig {
     /// How often the policy file and the database's active revision are
     /// checked.
     pub policy_poll: Duration,
-    /// How often the rescuer looks for expired leases.
+    /// How often the rescuer looks for expired leases (and purges the
+    /// decision log).
     pub rescue_interval: Duration,
+    /// How long logged decisions are kept (`serve --decision-log-days`);
+    /// the worker logs none when `worker.log_decisions` is off.
+    pub decision_retention: Duration,
     /// How often the worker registration's heartbeat is written.
     pub worker_heartbeat: Duration,
     /// How old a registration's heartbeat must be before another process
@@ -96,6 +103,7 @@ impl Default for ServeConfig {
             limits: Limits::default(),
             policy_poll: Duration::from_secs(2),
             rescue_interval: Duration::from_secs(15),
+            decision_retention: DEFAULT_DECISION_RETENTION,
             worker_heartbeat: DEFAULT_WORKER_HEARTBEAT,
             worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
             wake_listener: true,

@@ -240,6 +240,9 @@ impl Server {
         // looks happen once before anything is served, so the first decision
         // is made by the revision this replica converges on.
         let deployment = PolicyDeployment::new(policy.clone(), store.clone(), clock.clone());
+        if let Err(e) = deployment.keep_builtin().await {
+            tracing::warn!("could not keep the built-in policy for replay: {e}");
+        }
         let mut file_watcher = config
             .policy
             .as_ref()
@@ -275,7 +278,8 @@ impl Server {
             clock.clone(),
             metrics.clone(),
             config.rescue_interval,
-        );
+        )
+        .with_decision_retention(Some(config.decision_retention));
         tasks.spawn(rescuer.run(shutdown.clone()));
         if let Some(watcher) = file_watcher {
             tasks.spawn(watcher.run(shutdown.clone()));

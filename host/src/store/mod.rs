@@ -59,6 +59,8 @@ mod settle;
 pub use settle::RetryOutcome;
 mod status_classes;
 pub use status_classes::StoredClass;
+mod decisions;
+pub use decisions::{DecisionFilter, LoggedDecision, NewDecision};
 mod decode;
 mod deliveries;
 mod dialect;

@@ -151,7 +151,20 @@ impl Worker {
                 input
             })
             .collect();
+        let logged: Vec<(Uuid, String)> = match self.config.log_decisions {
+            true => (inputs.iter())
+                .filter_map(|i| {
+                    Some((i.execution.id.parse().ok()?, serde_json::to_string(i).ok()?))
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         let evaluated = self.policy.decide_batch(inputs).await?;
+        let entries = super::journal::redecided(delivery, logged, &evaluated);
+        if let Err(e) = self.store.record_decisions(&entries, now).await {
+            tracing::warn!("the decision log missed a retry's decisions: {e}");
+            self.metrics.decision_log_failed();
+        }
         Ok(evaluated.value.ok().and_then(|decisions| {
             decisions.into_iter().find_map(|d| match d {
                 t::Decision::Drop { reason } => Some(reason),

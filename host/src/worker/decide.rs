@@ -13,7 +13,7 @@ const DECIDE_CHUNK: usize = 256;
 
 /// What became of one decision input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(crate) enum Verdict {
     /// The policy decided, under this revision.
     Decided(t::Decision, String),
     /// The policy failed on this input alone (isolated), under this revision.
@@ -30,17 +30,23 @@ impl Worker {
     ) -> Result<Vec<Verdict>, WorkerError> {
         let verdicts = self
             .policy
-            .run(move |policy| {
-                let cap = policy.limits().max_text_bytes;
-                let mut out = Vec::with_capacity(inputs.len());
-                for chunk in chunks(&inputs, cap, DECIDE_CHUNK) {
-                    decide_isolating(policy, chunk, &mut out);
-                }
-                out
-            })
+            .run(move |policy| decide_chunked(policy, &inputs))
             .await?;
         Ok(verdicts)
     }
+}
+
+/// One verdict per input, in order, decided in chunks within the policy's
+/// input cap, each fault isolated to the input it comes from. `policy
+/// replay` decides recorded inputs with this too, so a candidate is judged
+/// exactly as the worker would run it.
+pub(crate) fn decide_chunked(policy: &PolicyRuntime, inputs: &[t::DecisionInput]) -> Vec<Verdict> {
+    let cap = policy.limits().max_text_bytes;
+    let mut out = Vec::with_capacity(inputs.len());
+    for chunk in chunks(inputs, cap, DECIDE_CHUNK) {
+        decide_isolating(policy, chunk, &mut out);
+    }
+    out
 }
 
 /// The bytes of an input the policy's input cap counts.

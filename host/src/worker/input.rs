@@ -4,8 +4,12 @@
 //! Why here and not in `policy/`: the sandbox knows no database, and the
 //! store knows nothing above it; the worker is the one place that holds both.
 
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::Worker;
 use crate::policy::types as t;
-use crate::store;
+use crate::store::{self, ReadyLink, SessionSnapshot};
 
 impl From<store::Route> for t::ApprovalRoute {
     fn from(route: store::Route) -> Self {
@@ -26,5 +30,86 @@ impl From<&store::Window> for t::Window {
             expires_at: row.expires_at.into(),
             route: row.route.into(),
         }
+    }
+}
+
+impl Worker {
+    /// The policy's input for one link of a session; `still_running` is the
+    /// session's (see [`still_running`]), of which the link itself is left
+    /// out.
+    pub(super) fn decision_input(
+        &self,
+        link: &ReadyLink,
+        result: String,
+        snapshot: &SessionSnapshot,
+        still_running: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> t::DecisionInput {
+        // The host's "now" is never before the window's opening: the window
+        // was stamped by the approving replica, whose clock may run a few
+        // milliseconds ahead of this one (see `Window::is_open_at`), and a
+        // policy must not see an approval as lying in the future.
+        let opened = snapshot.window.as_ref().map(|w| w.opened_at);
+        t::DecisionInput {
+            now: opened.map_or(now, |at| now.max(at)).into(),
+            execution: t::Execution {
+                id: link.execution_id.to_string(),
+                status: link.status.clone(),
+                result: cut_middle(result, self.config.max_result_bytes),
+                finished_at: link.finished_at.map(Into::into),
+            },
+            session: t::Session {
+                id: snapshot.session_id.to_string(),
+                // A denied window is no window to the policy.
+                window: snapshot
+                    .window
+                    .as_ref()
+                    .filter(|w| w.closed_at.is_none())
+                    .map(t::Window::from),
+                continuations_in_window: u32::try_from(snapshot.continuations_in_window)
+                    .unwrap_or(0),
+                still_running: still_running
+                    .iter()
+                    .filter(|id| **id != link.execution_id)
+                    .map(Uuid::to_string)
+                    .collect(),
+            },
+            attempts: 0,
+        }
+    }
+}
+
+/// Keeps the head and tail of `text` within `limit` bytes; a text within
+/// the limit is moved, not copied.
+fn cut_middle(text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let half = limit / 2;
+    let head = (0..=half)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let tail = (text.len() - half..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    format!(
+        "{}\n[… {} bytes cut by nomos-continue …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_middle_keeps_both_ends_on_char_boundaries() {
+        let text = format!("START{}END", "é".repeat(1000));
+        let cut = cut_middle(text, 100);
+        assert!(cut.starts_with("START") && cut.ends_with("END") && cut.contains("bytes cut"));
+        assert_eq!(cut_middle("short".into(), 100), "short");
     }
 }

@@ -27,6 +27,7 @@ mod decide;
 mod deliver;
 mod fold;
 mod input;
+mod journal;
 mod notices;
 mod plan;
 mod ready;
@@ -49,8 +50,10 @@ use crate::metrics::Metrics;
 use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
 use crate::store::{Claim, Poll, Store, StoreError};
 
+pub(crate) use decide::decide_chunked;
 pub use deliver::DeliverReport;
 pub use fold::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
+pub(crate) use journal::logged_verdict;
 pub use plan::PlanReport;
 pub use rescuer::Rescuer;
 pub use wake::spawn_pg_listener;
@@ -118,6 +121,10 @@ pub struct WorkerConfig {
     /// follows at once. Bounds a pass's memory when many large results
     /// finish together.
     pub pass_result_bytes: usize,
+    /// Record every decision in the store's decision log (see
+    /// [`Store::record_decisions`]), for `policy replay` and `policy
+    /// capture`.
+    pub log_decisions: bool,
 }
 
 impl Default for WorkerConfig {
@@ -136,6 +143,7 @@ impl Default for WorkerConfig {
             max_result_bytes: 256 << 10,
             delivery_concurrency: 32,
             pass_result_bytes: 64 << 20,
+            log_decisions: true,
         }
     }
 }
@@ -192,6 +200,9 @@ pub struct Worker {
     /// The policy revision the last sweep ran under (see
     /// [`Worker::plan_pass`]).
     swept: Arc<Mutex<Option<String>>>,
+    /// The last decision logged per execution (see
+    /// [`journal::LoggedRepeats`]).
+    repeats: journal::LoggedRepeats,
 }
 
 impl Worker {
@@ -218,6 +229,7 @@ impl Worker {
             unrecorded: Arc::new(Mutex::new(Vec::new())),
             in_flight: Arc::new(Mutex::new(HashSet::new())),
             swept: Arc::new(Mutex::new(None)),
+            repeats: journal::LoggedRepeats::default(),
         }
     }
 

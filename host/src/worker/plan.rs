@@ -10,12 +10,13 @@ use uuid::Uuid;
 
 use super::decide::Verdict;
 use super::fold::{fold_notes, Finished};
+use super::journal::Journal;
 use super::{Worker, WorkerError};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
 use crate::store::{
-    Backend, ContinuationPlan, Delivery, FreshClaim, Notice, PlanOutcome, Poll, ReadyLink,
-    SessionSnapshot, StoreError,
+    Backend, ContinuationPlan, Delivery, FreshClaim, Notice, PlanOutcome, Poll, SessionSnapshot,
+    StoreError,
 };
 
 /// The most sessions the plan step reads or settles at once (the PostgreSQL
@@ -163,8 +164,11 @@ impl Worker {
         }
         self.metrics.decision("wait", report.waiting as u64);
 
+        let mut journal = Journal::start(self.config.log_decisions, &inputs, self.repeats.clone());
         let verdicts = self.decide_all(inputs).await?;
-        for ((session_id, execution_id, outcome), verdict) in owners.into_iter().zip(verdicts) {
+        let decided = owners.into_iter().zip(verdicts).enumerate();
+        for (i, ((session_id, execution_id, outcome), verdict)) in decided {
+            journal.decided(i, session_id, execution_id, &verdict);
             let entry = sessions.entry(session_id).or_default();
             match verdict {
                 Verdict::Decided(decision, revision) => {
@@ -202,7 +206,9 @@ impl Worker {
         }
         // The continuations, set-based, a group of sessions per transaction;
         // then the drops, which are rarer, a few sessions at a time.
-        let refusals = self.plan_all(&sessions, claim, &mut report).await?;
+        let refusals = self
+            .plan_all(&sessions, claim, &mut report, &mut journal)
+            .await?;
         for (session_id, reason, ids) in refusals {
             if let Some(decided) = sessions.get_mut(&session_id) {
                 decided.drops.entry(reason).or_default().extend(ids);
@@ -216,6 +222,10 @@ impl Worker {
             .buffer_unordered(self.plan_concurrency())
             .collect()
             .await;
+        if let Err(e) = journal.write(&self.store, now).await {
+            tracing::warn!("the decision log missed a pass's decisions: {e}");
+            self.metrics.decision_log_failed();
+        }
         for count in dropped {
             report.dropped += count?;
         }
@@ -238,50 +248,6 @@ impl Worker {
         }
     }
 
-    /// The policy's input for one link of a session; `still_running` is the
-    /// session's (see [`still_running`]), of which the link itself is left
-    /// out.
-    pub(super) fn decision_input(
-        &self,
-        link: &ReadyLink,
-        result: String,
-        snapshot: &SessionSnapshot,
-        still_running: &[Uuid],
-        now: DateTime<Utc>,
-    ) -> t::DecisionInput {
-        // The host's "now" is never before the window's opening: the window
-        // was stamped by the approving replica, whose clock may run a few
-        // milliseconds ahead of this one (see `Window::is_open_at`), and a
-        // policy must not see an approval as lying in the future.
-        let opened = snapshot.window.as_ref().map(|w| w.opened_at);
-        t::DecisionInput {
-            now: opened.map_or(now, |at| now.max(at)).into(),
-            execution: t::Execution {
-                id: link.execution_id.to_string(),
-                status: link.status.clone(),
-                result: cut_middle(result, self.config.max_result_bytes),
-                finished_at: link.finished_at.map(Into::into),
-            },
-            session: t::Session {
-                id: snapshot.session_id.to_string(),
-                // A denied window is no window to the policy.
-                window: snapshot
-                    .window
-                    .as_ref()
-                    .filter(|w| w.closed_at.is_none())
-                    .map(t::Window::from),
-                continuations_in_window: u32::try_from(snapshot.continuations_in_window)
-                    .unwrap_or(0),
-                still_running: still_running
-                    .iter()
-                    .filter(|id| **id != link.execution_id)
-                    .map(Uuid::to_string)
-                    .collect(),
-            },
-            attempts: 0,
-        }
-    }
-
     /// Writes one continuation per session folding its `continue`s, all in
     /// one store transaction. The store re-checks the window and the hard
     /// cap; a refusal there is returned as `(session, reason, ids)` to be
@@ -291,6 +257,7 @@ impl Worker {
         sessions: &BTreeMap<Uuid, SessionDecisions>,
         claim: bool,
         report: &mut PlanReport,
+        journal: &mut Journal,
     ) -> Result<Vec<(Uuid, String, Vec<Uuid>)>, WorkerError> {
         struct Folded<'a> {
             revision: &'a str,
@@ -364,11 +331,11 @@ impl Worker {
         }
         let mut refusals = Vec::new();
         for (f, outcome) in folded.iter().zip(outcomes) {
-            let refused = match outcome {
+            let refused = match &outcome {
                 PlanOutcome::Planned(d) => {
                     report.planned += 1;
                     if d.claim().is_some() {
-                        report.claimed.push(d);
+                        report.claimed.push(d.clone());
                     }
                     None
                 }
@@ -389,6 +356,7 @@ impl Worker {
                     self.config.hard_cap
                 )),
             };
+            journal.planned(f.session_id, &outcome, refused.as_deref());
             if let Some(reason) = refused {
                 refusals.push((f.session_id, reason, f.ids.clone()));
             }
@@ -449,28 +417,6 @@ pub(super) fn idempotency_key(
     format!("{prefix}-{}", &hex::encode(hash.finalize())[..32])
 }
 
-/// Keeps the head and tail of `text` within `limit` bytes; a text within
-/// the limit is moved, not copied.
-fn cut_middle(text: String, limit: usize) -> String {
-    if text.len() <= limit {
-        return text;
-    }
-    let half = limit / 2;
-    let head = (0..=half)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    let tail = (text.len() - half..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    format!(
-        "{}\n[… {} bytes cut by nomos-continue …]\n{}",
-        &text[..head],
-        tail - head,
-        &text[tail..]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,13 +433,5 @@ mod tests {
             idempotency_key("n", s, &[a], "x"),
             idempotency_key("n", s, &[a], "y")
         );
-    }
-
-    #[test]
-    fn cut_middle_keeps_both_ends_on_char_boundaries() {
-        let text = format!("START{}END", "é".repeat(1000));
-        let cut = cut_middle(text, 100);
-        assert!(cut.starts_with("START") && cut.ends_with("END") && cut.contains("bytes cut"));
-        assert_eq!(cut_middle("short".into(), 100), "short");
     }
 }

@@ -12,12 +12,21 @@ use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
-/// Releases expired leases on an interval.
+/// Decisions deleted per statement when the log is purged: each delete's
+/// locks stay short, and a large backlog is worked off in a few passes.
+const PURGE_BATCH: i64 = 5_000;
+
+/// Statements one purge runs at most; the rest waits for the next pass.
+const PURGE_ROUNDS: usize = 20;
+
+/// Releases expired leases on an interval, and purges the decision log.
 pub struct Rescuer {
     store: Store,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     interval: Duration,
+    /// How long logged decisions are kept; `None` keeps them.
+    decision_retention: Option<Duration>,
 }
 
 impl Rescuer {
@@ -33,7 +42,35 @@ impl Rescuer {
             clock,
             metrics,
             interval,
+            decision_retention: None,
         }
+    }
+
+    /// Also deletes logged decisions older than `retention` on each pass.
+    pub fn with_decision_retention(mut self, retention: Option<Duration>) -> Self {
+        self.decision_retention = retention;
+        self
+    }
+
+    /// Deletes logged decisions past their retention; returns how many.
+    pub async fn purge_decisions(&self) -> Result<u64, StoreError> {
+        let Some(retention) = self.decision_retention else {
+            return Ok(0);
+        };
+        let age = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
+        let Some(before) = self.clock.now().checked_sub_signed(age) else {
+            return Ok(0);
+        };
+        let mut purged = 0;
+        for _ in 0..PURGE_ROUNDS {
+            let n = self.store.purge_decisions(before, PURGE_BATCH).await?;
+            purged += n;
+            if n < PURGE_BATCH as u64 {
+                break;
+            }
+        }
+        self.metrics.decisions_purged(purged);
+        Ok(purged)
     }
 
     /// One pass; returns how many leases were released. The release is a
@@ -54,6 +91,9 @@ impl Rescuer {
         loop {
             if let Err(e) = self.run_once().await {
                 tracing::error!("rescuer pass failed: {e}");
+            }
+            if let Err(e) = self.purge_decisions().await {
+                tracing::warn!("decision log purge failed: {e}");
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,

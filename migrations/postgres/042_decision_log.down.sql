@@ -1,0 +1,2 @@
+-- Reverses 042.
+DROP TABLE IF EXISTS nomos_policy_decisions;

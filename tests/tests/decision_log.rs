@@ -1,0 +1,146 @@
+//! The decision log's store functions on both backends: what is recorded
+//! reads back as written, the filters `policy replay` uses, and the purge
+//! by age, in batches and through the rescuer's retention.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use nomos_continue::clock::ManualClock;
+use nomos_continue::metrics::Metrics;
+use nomos_continue::store::{DecisionFilter, NewDecision, Store};
+use nomos_continue::worker::Rescuer;
+use uuid::Uuid;
+
+nomos_continue_tests::on_both_stores!(
+    recorded_decisions_read_back_in_order_and_filter,
+    the_purge_deletes_by_age_in_batches,
+    the_rescuer_purges_past_the_retention,
+);
+
+fn t0() -> DateTime<Utc> {
+    "2026-11-30T04:00:00Z".parse().expect("a valid time")
+}
+
+fn decision(session: Uuid, n: u32) -> NewDecision {
+    NewDecision {
+        session_id: session,
+        execution_id: Uuid::new_v4(),
+        revision: format!("rev-{n}"),
+        input: format!(r#"{{"n":{n},"text":"é \" \\ ok"}}"#),
+        output: r#"{"decision":"wait"}"#.into(),
+        action: if n % 2 == 0 { "continued" } else { "dropped" }.into(),
+        idempotency_key: (n % 2 == 0).then(|| format!("c-{n}")),
+        detail: (n % 2 == 1).then(|| "assent window closed".to_string()),
+    }
+}
+
+async fn recorded_decisions_read_back_in_order_and_filter(store: Store) {
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let early: Vec<NewDecision> = (0..3).map(|n| decision(a, n)).collect();
+    let late: Vec<NewDecision> = (3..5).map(|n| decision(b, n)).collect();
+    assert_eq!(
+        store.record_decisions(&early, t0()).await.expect("record"),
+        3
+    );
+    let later = t0() + Duration::hours(2);
+    assert_eq!(
+        store.record_decisions(&late, later).await.expect("record"),
+        2
+    );
+    assert_eq!(store.record_decisions(&[], later).await.expect("none"), 0);
+
+    let all = store
+        .decisions(DecisionFilter::default(), 100)
+        .await
+        .expect("read");
+    let read: Vec<NewDecision> = all.iter().map(|d| d.decision.clone()).collect();
+    assert_eq!(
+        read,
+        [early.clone(), late.clone()].concat(),
+        "as written, in order"
+    );
+    assert!(all.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(all[0].decided_at, t0());
+    assert_eq!(all[4].decided_at, later);
+
+    let of_a = DecisionFilter {
+        session_id: Some(a),
+        ..DecisionFilter::default()
+    };
+    assert_eq!(store.decisions(of_a, 100).await.expect("read").len(), 3);
+    let since = DecisionFilter {
+        since: Some(t0() + Duration::hours(1)),
+        ..DecisionFilter::default()
+    };
+    let recent = store.decisions(since, 100).await.expect("read");
+    assert_eq!(
+        recent.iter().map(|d| &d.decision).collect::<Vec<_>>(),
+        late.iter().collect::<Vec<_>>()
+    );
+    // Paging: two at a time, after the last id read.
+    let mut paged = Vec::new();
+    let mut filter = DecisionFilter::default();
+    loop {
+        let page = store.decisions(filter, 2).await.expect("page");
+        let Some(last) = page.last() else { break };
+        filter.after_id = last.id;
+        paged.extend(page.into_iter().map(|d| d.id));
+    }
+    assert_eq!(paged, all.iter().map(|d| d.id).collect::<Vec<_>>());
+
+    let one = store
+        .decision(all[1].id)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(one, all[1]);
+    assert_eq!(store.decision(-1).await.expect("read"), None);
+}
+
+async fn the_purge_deletes_by_age_in_batches(store: Store) {
+    let s = Uuid::new_v4();
+    for day in 0..3 {
+        let batch: Vec<NewDecision> = (0..4).map(|n| decision(s, n)).collect();
+        store
+            .record_decisions(&batch, t0() + Duration::days(day))
+            .await
+            .expect("record");
+    }
+    let cutoff = t0() + Duration::days(1) + Duration::hours(1);
+    // Three at a time: eight are older than the cutoff.
+    assert_eq!(store.purge_decisions(cutoff, 3).await.expect("purge"), 3);
+    assert_eq!(store.purge_decisions(cutoff, 3).await.expect("purge"), 3);
+    assert_eq!(store.purge_decisions(cutoff, 3).await.expect("purge"), 2);
+    assert_eq!(store.purge_decisions(cutoff, 3).await.expect("purge"), 0);
+    let left = store
+        .decisions(DecisionFilter::default(), 100)
+        .await
+        .expect("read");
+    assert_eq!(left.len(), 4);
+    assert!(left
+        .iter()
+        .all(|d| d.decided_at == t0() + Duration::days(2)));
+}
+
+async fn the_rescuer_purges_past_the_retention(store: Store) {
+    let s = Uuid::new_v4();
+    let batch: Vec<NewDecision> = (0..5).map(|n| decision(s, n)).collect();
+    store.record_decisions(&batch, t0()).await.expect("record");
+    let clock = Arc::new(ManualClock::new(t0() + Duration::days(6)));
+    let metrics = Arc::new(Metrics::default());
+    let week = std::time::Duration::from_secs(7 * 24 * 3600);
+    let rescuer = Rescuer::new(
+        store.clone(),
+        clock.clone(),
+        metrics.clone(),
+        std::time::Duration::from_secs(15),
+    );
+    assert_eq!(rescuer.purge_decisions().await.expect("no retention"), 0);
+    let rescuer = rescuer.with_decision_retention(Some(week));
+    assert_eq!(rescuer.purge_decisions().await.expect("within"), 0);
+    clock.advance(Duration::days(1) + Duration::seconds(1));
+    assert_eq!(rescuer.purge_decisions().await.expect("past"), 5);
+    assert!(metrics
+        .render(&Default::default(), "r")
+        .contains("nomos_continue_decisions_purged_total 5"));
+}

@@ -1,0 +1,172 @@
+//! The decision log as the worker writes it: one row per decision the
+//! policy took, with the input exactly as the policy saw it, its answer,
+//! the revision, and what the host then did (continued under the key,
+//! dropped, refused by a host guard, deferred behind a busy session, or
+//! the retry a re-decision let go on). Nothing is logged when it is off.
+
+use chrono::Duration;
+use nomos_continue::agent::AgentError;
+use nomos_continue::clock::Clock;
+use nomos_continue::policy::codec;
+use nomos_continue::store::{DecisionFilter, LoggedDecision, Store};
+use nomos_continue::worker::WorkerConfig;
+use uuid::Uuid;
+
+use super::{continuation_of, policy, Rig};
+
+nomos_continue_tests::on_both_stores!(
+    each_decision_is_logged_with_what_the_host_did,
+    a_host_guard_and_a_busy_session_are_logged_as_such,
+    with_the_log_off_nothing_is_logged,
+);
+
+async fn logged(store: &Store, session: Uuid) -> Vec<LoggedDecision> {
+    let filter = DecisionFilter {
+        session_id: Some(session),
+        ..DecisionFilter::default()
+    };
+    store.decisions(filter, 100).await.expect("read the log")
+}
+
+async fn each_decision_is_logged_with_what_the_host_did(store: Store) {
+    let rig = Rig::new(store);
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.report(a, "failed", "ssh: connection refused").await;
+    rig.worker.run_once().await.expect("pass");
+
+    let summary = rig
+        .store
+        .session_summary(rig.session)
+        .await
+        .expect("summary");
+    let key = continuation_of(&summary).idempotency_key.clone();
+    let log = logged(&rig.store, rig.session).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    let d = &log[0].decision;
+    assert_eq!((d.execution_id, d.action.as_str()), (a, "continued"));
+    assert_eq!(d.idempotency_key.as_deref(), Some(key.as_str()));
+    assert_eq!(d.revision, policy().active_revision().0);
+    assert_eq!(log[0].decided_at, rig.clock.now());
+    // The input is a golden-file decision input, as the policy saw it, and
+    // the built-in policy answers it with the recorded output again.
+    let input = codec::decision_input(&d.input).expect("a decision input");
+    assert_eq!(input.execution.id, a.to_string());
+    assert_eq!(input.execution.result, "ssh: connection refused");
+    assert!(input.session.window.is_some());
+    let again = policy().decide_batch(&[input]).value.expect("decides");
+    let line = codec::answer_line(&again[0]).expect("a line");
+    assert_eq!(line.trim_end(), d.output);
+    assert!(
+        d.output.starts_with(r#"{"decision":"continue""#),
+        "{}",
+        d.output
+    );
+
+    // Without a window the policy drops: logged with its reason.
+    let b = Uuid::new_v4();
+    let other = Uuid::new_v4();
+    rig.store
+        .link(other, &[b], rig.clock.now())
+        .await
+        .expect("link");
+    rig.report(b, "completed", "done").await;
+    rig.worker.run_once().await.expect("pass");
+    let log = logged(&rig.store, other).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0].decision.action, "dropped");
+    assert!(log[0].decision.output.starts_with(r#"{"decision":"drop""#));
+    let reason = log[0].decision.detail.as_deref().unwrap_or_default();
+    assert!(reason.contains("assent window closed"), "{reason}");
+}
+
+async fn a_host_guard_and_a_busy_session_are_logged_as_such(store: Store) {
+    let rig = Rig::new(store);
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    rig.approve().await;
+    rig.link(&[a, b]).await;
+    // The first call fails: the continuation stays in flight, so the next
+    // finished execution of the session is deferred, not planned.
+    rig.agent
+        .script([Err(AgentError::Retryable("500 from runtime".into()))]);
+    rig.report(a, "failed", "first").await;
+    rig.worker.run_once().await.expect("pass");
+    rig.report(b, "completed", "second").await;
+    rig.worker.run_once().await.expect("pass");
+    let log = logged(&rig.store, rig.session).await;
+    let actions: Vec<(Uuid, &str)> = log
+        .iter()
+        .map(|l| (l.decision.execution_id, l.decision.action.as_str()))
+        .collect();
+    assert_eq!(actions, [(a, "continued"), (b, "deferred")], "{log:?}");
+    let busy = log[1].decision.detail.as_deref().unwrap_or_default();
+    assert!(busy.contains("in flight"), "{busy}");
+
+    // The retry asks the policy again with the failed attempt counted: the
+    // re-decision is logged, under the same key, with the attempts seen.
+    rig.clock.advance(Duration::seconds(2));
+    rig.worker.run_once().await.expect("retry");
+    let log = logged(&rig.store, rig.session).await;
+    // The deferral that repeated in that pass's plan is not logged twice.
+    assert_eq!(log.len(), 3, "{log:?}");
+    let retry = &log[2].decision;
+    assert_eq!(
+        (retry.execution_id, retry.action.as_str()),
+        (a, "continued")
+    );
+    assert_eq!(retry.idempotency_key, log[0].decision.idempotency_key);
+    let input = codec::decision_input(&retry.input).expect("a decision input");
+    assert_eq!(input.attempts, 1);
+
+    // A host guard the policy never sees: a hard cap of 0 refuses the
+    // policy's continue, which is logged as refused with the guard's reason.
+    let capped = rig.worker(WorkerConfig {
+        worker_id: "capped".into(),
+        hard_cap: 0,
+        ..WorkerConfig::default()
+    });
+    let session = Uuid::new_v4();
+    let c = Uuid::new_v4();
+    rig.store
+        .approve(
+            session,
+            nomos_continue::store::Route::Api,
+            rig.clock.now(),
+            Duration::minutes(30),
+        )
+        .await
+        .expect("approve");
+    rig.store
+        .link(session, &[c], rig.clock.now())
+        .await
+        .expect("link");
+    rig.report(c, "completed", "ok").await;
+    capped.run_once().await.expect("pass");
+    let log = logged(&rig.store, session).await;
+    assert_eq!(log.len(), 1, "{log:?}");
+    let refused = &log[0].decision;
+    assert!(refused.output.starts_with(r#"{"decision":"continue""#));
+    assert_eq!(
+        (refused.action.as_str(), refused.idempotency_key.as_deref()),
+        ("refused", None)
+    );
+    let guard = refused.detail.as_deref().unwrap_or_default();
+    assert!(guard.contains("hard cap of 0"), "{guard}");
+}
+
+async fn with_the_log_off_nothing_is_logged(store: Store) {
+    let rig = Rig::new(store);
+    let quiet = rig.worker(WorkerConfig {
+        worker_id: "quiet".into(),
+        log_decisions: false,
+        ..WorkerConfig::default()
+    });
+    let a = Uuid::new_v4();
+    rig.approve().await;
+    rig.link(&[a]).await;
+    rig.report(a, "completed", "ok").await;
+    let tick = quiet.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.delivered, 1);
+    assert!(logged(&rig.store, rig.session).await.is_empty());
+}
