@@ -6,5 +6,7 @@
 mod golden;
 #[path = "policy_runtime.rs"]
 mod policy_runtime;
+#[path = "replay.rs"]
+mod replay;
 #[path = "tutorial.rs"]
 mod tutorial;

@@ -21,7 +21,7 @@ use crate::policy::types::DecisionInput;
 use crate::policy::watch::read_policy_file;
 use crate::policy::{codec, Limits, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
 use crate::store::{parse_uuid, DecisionFilter, LoggedDecision, Store};
-use crate::worker::{decide_chunked, logged_verdict};
+use crate::worker::{decide_chunked, logged_verdict, Verdict};
 
 /// Recorded decisions read per query.
 const PAGE: i64 = 500;
@@ -179,7 +179,7 @@ async fn check_determinism(
             continue;
         };
         let (inputs, readable) = parse_inputs(&decisions);
-        let verdicts = decide_chunked(&recorded, &inputs);
+        let verdicts = decide_outside_async(&recorded, &inputs);
         let mut same = 0;
         for (d, verdict) in readable.iter().zip(&verdicts) {
             let again = logged_verdict(verdict).map(|(_, o)| o).unwrap_or_default();
@@ -224,7 +224,7 @@ async fn replay_all(
             tally.changed += 1;
             writeln!(out, "decision {}: its recorded input no longer reads", d.id)?;
         }
-        let verdicts = decide_chunked(candidate, &inputs);
+        let verdicts = decide_outside_async(candidate, &inputs);
         for (d, verdict) in readable.iter().zip(&verdicts) {
             let (revision, answer) = logged_verdict(verdict)
                 .map(|(r, o)| (r.to_string(), o))
@@ -240,6 +240,12 @@ async fn replay_all(
     })
     .await?;
     Ok(tally)
+}
+
+/// Decides off the async threads: the sandbox's WASI calls block on a
+/// runtime of their own (the worker runs them on the blocking pool too).
+fn decide_outside_async(policy: &PolicyRuntime, inputs: &[DecisionInput]) -> Vec<Verdict> {
+    tokio::task::block_in_place(|| decide_chunked(policy, inputs))
 }
 
 /// The inputs that still read, with the decisions they came from.

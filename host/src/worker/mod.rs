@@ -50,7 +50,7 @@ use crate::metrics::Metrics;
 use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
 use crate::store::{Claim, Poll, Store, StoreError};
 
-pub(crate) use decide::decide_chunked;
+pub(crate) use decide::{decide_chunked, Verdict};
 pub use deliver::DeliverReport;
 pub use fold::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
 pub(crate) use journal::logged_verdict;
