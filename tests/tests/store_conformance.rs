@@ -70,7 +70,7 @@ nomos_continue_tests::on_both_stores! {
     plan::concurrent_plans_one_wins => concurrent_plans_one_wins,
     deliveries::claim_lease_expiry_reclaim => claim_lease_expiry_reclaim,
     deliveries::lost_lease_changes_nothing => lost_lease_changes_nothing,
-    deliveries::a_claim_before_the_window_reopened_takes_nothing => a_claim_before_the_window_reopened_takes_nothing,
+    deliveries::a_claim_is_stamped_no_earlier_than_its_window_opened => a_claim_is_stamped_no_earlier_than_its_window_opened,
     deliveries::failed_attempts_give_up_and_settle => failed_attempts_give_up_and_settle,
     deliveries::release_expired_leases_counts => release_expired_leases_counts,
     deliveries::concurrent_claims_never_overlap => concurrent_claims_never_overlap,

@@ -22,6 +22,8 @@
 //! $B history --history 1000000
 //! # real replicas on one database, no-op webhook on loopback
 //! $B scaleout --replicas 2 --sessions 10000 --binary target/release/nomos-continue
+//! # policy replay of the log a worker wrote over 10,000 continuations
+//! $B replay --sessions 10000 [--sqlite]
 //! ```
 //!
 //! Options: `--sessions N` (default 100), `--samples N` latency samples
@@ -42,6 +44,7 @@
 mod latency;
 mod passes;
 mod procfs;
+mod replay;
 mod scaleout;
 mod setup;
 
@@ -49,7 +52,8 @@ use std::path::PathBuf;
 
 use setup::Error;
 
-const USAGE: &str = "usage: worker_bench latency|throughput|memory|history|scaleout [options]";
+const USAGE: &str =
+    "usage: worker_bench latency|throughput|memory|history|scaleout|replay [options]";
 
 pub struct Args {
     mode: String,
@@ -131,6 +135,7 @@ async fn main() -> Result<(), Error> {
         "memory" => passes::memory(&args).await,
         "history" => passes::history(&args).await,
         "scaleout" => scaleout::scaleout(&args).await,
+        "replay" => replay::replay(&args).await,
         other => Err(format!("unknown mode {other}; {USAGE}").into()),
     }
 }

@@ -17,7 +17,7 @@ use crate::Args;
 
 /// Plans and delivers until `expected` continuations were delivered; the
 /// time spent in each step. Stops with an error when a pass does nothing.
-async fn drain(worker: &Worker, expected: usize) -> Result<Drained, Error> {
+pub(crate) async fn drain(worker: &Worker, expected: usize) -> Result<Drained, Error> {
     let mut out = Drained::default();
     while out.delivered < expected {
         let t = Instant::now();
@@ -36,7 +36,7 @@ async fn drain(worker: &Worker, expected: usize) -> Result<Drained, Error> {
 }
 
 #[derive(Default)]
-struct Drained {
+pub(crate) struct Drained {
     plan: Duration,
     deliver: Duration,
     delivered: usize,
@@ -45,7 +45,7 @@ struct Drained {
 
 /// `n` new sessions with an open window and one execution each, reported
 /// finished through the store's own functions, as the API would.
-async fn finished_sessions(store: &Store, n: usize) -> Result<(), Error> {
+pub(crate) async fn finished_sessions(store: &Store, n: usize) -> Result<(), Error> {
     let sessions = open_sessions(store, n).await?;
     let pairs: Vec<(Uuid, Uuid)> = sessions.iter().map(|s| (*s, Uuid::new_v4())).collect();
     link_and_report(store, &pairs, "completed", true).await

@@ -51,20 +51,25 @@ pub async fn open_store(
     args: &Args,
     name: &str,
 ) -> Result<(Store, Option<tempfile::TempDir>), Error> {
-    if args.sqlite {
+    let (store, dir, _url) = open_store_at(args, name).await?;
+    Ok((store, dir))
+}
+
+/// [`open_store`], with the URL another process can open it at.
+pub async fn open_store_at(
+    args: &Args,
+    name: &str,
+) -> Result<(Store, Option<tempfile::TempDir>, String), Error> {
+    let (url, dir) = if args.sqlite {
         let dir = tempfile::tempdir()?;
-        let store = Store::connect(&format!(
-            "sqlite://{}",
-            dir.path().join("bench.db").display()
-        ))
-        .await?;
-        store.migrate().await?;
-        return Ok((store, Some(dir)));
-    }
-    let url = pg_database(args, name).await?;
+        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+        (url, Some(dir))
+    } else {
+        (pg_database(args, name).await?, None)
+    };
     let store = Store::connect(&url).await?;
     store.migrate().await?;
-    Ok((store, None))
+    Ok((store, dir, url))
 }
 
 /// Recreates PostgreSQL database `name` and returns its URL.

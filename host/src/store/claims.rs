@@ -47,15 +47,18 @@ impl Store {
     ///
     /// Due means: `pending`, `next_attempt_at <= now`, not leased or the
     /// lease has expired at `now`, and, for a continuation, the session's
-    /// assent window is open at `now`: not closed, not expired, and opened
-    /// by then. That last part matters to a `now` read before a slow await:
-    /// a window re-approved meanwhile must not be claimed at an instant
-    /// before it opened (the claim waits for the next pass instead; unlike a
-    /// drop, a claim refused for skew only delays). The window is checked in the claim
+    /// assent window is open at `now`. The window is checked in the claim
     /// itself (on PostgreSQL with a share lock on the window row, so a deny
     /// either commits before the claim and the claim skips the row, or waits
     /// for the claim: then the call was already in flight when the deny
     /// landed). Notices are claimed whatever the window. Oldest due first.
+    ///
+    /// A continuation's claim is stamped (`claimed_at`) no earlier than its
+    /// window's opening: the claim read the approval, so it happened after
+    /// it, even when `now` was read before the approval landed (a worker
+    /// slow between reading the clock and claiming) or this replica's clock
+    /// is a little behind the approver's. Refusing such a claim instead
+    /// would hold back a continuation its window allows.
     ///
     /// Taking over an expired lease is the rescue of a dead worker; the row
     /// keeps its idempotency key, so the runtime can recognise the redelivery.
@@ -70,8 +73,15 @@ impl Store {
         let until = trunc(now + lease);
         // PostgreSQL locks the rows it picks (skipping rows another claim
         // holds) and share-locks the window; SQLite holds the write lock.
+        // The window's opening, for a continuation (see above).
+        let claimed_at = format!(
+            "{}($3, COALESCE((SELECT w.opened_at FROM nomos_assent_windows w \
+               WHERE w.session_id = nomos_deliveries.session_id \
+                 AND nomos_deliveries.kind = 'continuation'), $3))",
+            self.backend().greatest()
+        );
         let sql = self.backend().pick(
-            concat!(
+            &format!(concat!(
                 "WITH notices AS ( \
                      SELECT id, next_attempt_at, created_at FROM nomos_deliveries \
                      WHERE state = 'pending' AND kind = 'notice' AND next_attempt_at <= $3 \
@@ -84,7 +94,7 @@ impl Store {
                      WHERE d.state = 'pending' AND d.kind = 'continuation' \
                        AND d.next_attempt_at <= $3 \
                        AND (d.lease_owner IS NULL OR d.lease_expires_at <= $3) \
-                       AND w.closed_at IS NULL AND w.opened_at <= $3 AND w.expires_at > $3 \
+                       AND w.closed_at IS NULL AND w.expires_at > $3 \
                      ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT $4 \
                      FOR UPDATE OF d SKIP LOCKED FOR SHARE OF w), \
                  picked AS ( \
@@ -92,15 +102,15 @@ impl Store {
                      ORDER BY next_attempt_at, created_at, id LIMIT $4) \
                  UPDATE nomos_deliveries \
                  SET lease_owner = $1, lease_expires_at = $2, updated_at = $3, \
-                     claims = claims + 1, claim_token = $5, claimed_at = $3 \
+                     claims = claims + 1, claim_token = $5, claimed_at = {claimed_at} \
                  WHERE id IN (SELECT id FROM picked) \
                  RETURNING ",
                 delivery_cols!()
-            ),
-            concat!(
+            ), claimed_at = claimed_at),
+            &format!(concat!(
                 "UPDATE nomos_deliveries \
                  SET lease_owner = $1, lease_expires_at = $2, updated_at = $3, \
-                     claims = claims + 1, claim_token = $5, claimed_at = $3 \
+                     claims = claims + 1, claim_token = $5, claimed_at = {claimed_at} \
                  WHERE id IN ( \
                      SELECT d.id FROM nomos_deliveries d \
                      WHERE d.state = 'pending' AND d.next_attempt_at <= $3 \
@@ -108,13 +118,14 @@ impl Store {
                        AND (d.kind = 'notice' OR EXISTS ( \
                            SELECT 1 FROM nomos_assent_windows w \
                            WHERE w.session_id = d.session_id AND w.closed_at IS NULL \
-                             AND w.opened_at <= $3 AND w.expires_at > $3)) \
+                             AND w.expires_at > $3)) \
                      ORDER BY d.next_attempt_at, d.created_at, d.id \
                      LIMIT $4) \
                  RETURNING ",
                 delivery_cols!()
-            ),
-        );
+            ), claimed_at = claimed_at),
+        )
+        .to_string();
         let rows = query(sql)
             .bind(worker_id)
             .bind(until)
