@@ -42,7 +42,7 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
     let sessions = open_sessions(&store, args.sessions).await?;
     let running: Vec<(Uuid, Uuid)> = sessions.iter().map(|s| (*s, Uuid::new_v4())).collect();
     link_and_report(&store, &running, "running", false).await?;
-    let (worker, mut calls) = worker(&store, args.poll_ms)?;
+    let (worker, mut calls) = worker(&store, args)?;
     if args.running > 0 {
         // The first pass meets the stuck statuses (classifies them): a
         // one-off, not part of any pickup.

@@ -35,7 +35,9 @@
 //! per timed pass and `--passes N` timed passes for history (defaults 10000,
 //! 100, 7), `--replicas N` and `--binary PATH` for scale-out (defaults 1 and
 //! `target/release/nomos-continue`), `--sqlite` (a file in a temporary
-//! directory instead of PostgreSQL; latency, throughput, memory),
+//! directory instead of PostgreSQL; latency, throughput, memory, replay),
+//! `--no-decision-log` (the worker logs no decisions, to see what the log
+//! costs),
 //! `--database-url URL` the PostgreSQL admin URL (default
 //! `NOMOS_BENCH_PG_URL` or `postgres://postgres@127.0.0.1:5432/postgres`; a
 //! database `nomos_bench_<mode>` is dropped and recreated, `nomos_bench_worker`
@@ -62,6 +64,7 @@ pub struct Args {
     running: usize,
     poll_ms: u64,
     poll_only: bool,
+    no_decision_log: bool,
     executions: usize,
     result_bytes: usize,
     history: usize,
@@ -83,6 +86,7 @@ fn parse_args() -> Result<Args, String> {
         running: 0,
         poll_ms: 2000,
         poll_only: false,
+        no_decision_log: false,
         executions: 10_000,
         result_bytes: 256 << 10,
         history: 10_000,
@@ -97,6 +101,7 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = it.next() {
         match flag.as_str() {
             "--poll-only" => args.poll_only = true,
+            "--no-decision-log" => args.no_decision_log = true,
             "--sqlite" => args.sqlite = true,
             _ => {
                 let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;

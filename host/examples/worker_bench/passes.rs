@@ -57,7 +57,7 @@ pub(crate) async fn finished_sessions(store: &Store, n: usize) -> Result<(), Err
 pub async fn throughput(args: &Args) -> Result<(), Error> {
     let (store, _dir) = open_store(args, "nomos_bench_worker").await?;
     finished_sessions(&store, args.sessions).await?;
-    let (worker, _calls) = worker(&store, args.poll_ms)?;
+    let (worker, _calls) = worker(&store, args)?;
 
     let started = Instant::now();
     let drained = drain(&worker, args.sessions).await?;
@@ -102,7 +102,7 @@ pub async fn memory(args: &Args) -> Result<(), Error> {
         bench::vacuum_analyze(&store).await?;
     }
     let fill = started.elapsed();
-    let (worker, _calls) = worker(&store, args.poll_ms)?;
+    let (worker, _calls) = worker(&store, args)?;
 
     let before = status_bytes("VmRSS")?;
     reset_peak()?;
@@ -152,7 +152,7 @@ pub async fn history(args: &Args) -> Result<(), Error> {
         fill.as_secs_f64(),
         vacuum.as_secs_f64()
     );
-    let (worker, _calls) = worker(&store, args.poll_ms)?;
+    let (worker, _calls) = worker(&store, args)?;
     let (mut totals, mut plans, mut delivers) = (Vec::new(), Vec::new(), Vec::new());
     for pass in 0..=args.passes {
         finished_sessions(&store, args.batch).await?;

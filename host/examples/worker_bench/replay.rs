@@ -16,7 +16,7 @@ use crate::Args;
 pub async fn replay(args: &Args) -> Result<(), Error> {
     let (store, _dir, url) = open_store_at(args, "nomos_bench_replay").await?;
     finished_sessions(&store, args.sessions).await?;
-    let (worker, _calls) = worker(&store, args.poll_ms)?;
+    let (worker, _calls) = worker(&store, args)?;
     drain(&worker, args.sessions).await?;
     let logged = store
         .decisions(DecisionFilter::default(), i64::MAX)

@@ -121,8 +121,9 @@ pub async fn link_and_report(
     results.into_iter().collect()
 }
 
-/// A worker with the built-in policy and the recording agent.
-pub fn worker(store: &Store, poll_ms: u64) -> Result<(Worker, Calls), Error> {
+/// A worker with the built-in policy and the recording agent, polling every
+/// `--poll-ms`, logging its decisions unless `--no-decision-log`.
+pub fn worker(store: &Store, args: &Args) -> Result<(Worker, Calls), Error> {
     let policy = Arc::new(PolicyRuntime::new(Limits::default())?);
     let (tx, rx) = mpsc::unbounded_channel();
     let agent = Arc::new(StampingAgent {
@@ -131,7 +132,8 @@ pub fn worker(store: &Store, poll_ms: u64) -> Result<(Worker, Calls), Error> {
     });
     let config = WorkerConfig {
         worker_id: "bench".into(),
-        poll_interval: Duration::from_millis(poll_ms),
+        poll_interval: Duration::from_millis(args.poll_ms),
+        log_decisions: !args.no_decision_log,
         ..WorkerConfig::default()
     };
     let worker = Worker::new(
