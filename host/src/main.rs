@@ -73,6 +73,20 @@ enum PolicyCmd {
         /// The policy component (.wasm).
         wasm: PathBuf,
     },
+    /// Write a new Ed25519 key pair for signing policies: PREFIX.key
+    /// (private, mode 0600) and PREFIX.pub (for serve --policy-verify-key).
+    Keygen {
+        /// Path prefix of the two key files.
+        prefix: PathBuf,
+    },
+    /// Sign a policy component: writes POLICY.wasm.sig.
+    Sign {
+        /// The private key file (PREFIX.key).
+        #[arg(long)]
+        key: PathBuf,
+        /// The policy component (.wasm).
+        wasm: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -98,6 +112,8 @@ fn main() -> ExitCode {
         }
         Cmd::Policy(PolicyCmd::Decide { wasm }) => commands::policy::decide(&wasm),
         Cmd::Policy(PolicyCmd::Extract { wasm }) => commands::policy::extract(&wasm),
+        Cmd::Policy(PolicyCmd::Keygen { prefix }) => commands::signing::keygen(&prefix),
+        Cmd::Policy(PolicyCmd::Sign { key, wasm }) => commands::signing::sign(&key, &wasm),
     };
     commands::exit_code(result)
 }

@@ -41,6 +41,7 @@ pub use error::ApiError;
 pub use limits::{BodyCap, BodyCaps, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 
 use crate::clock::Clock;
+use crate::deploy::PolicyDeployment;
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::Store;
@@ -63,6 +64,9 @@ pub struct AppState {
     pub auth: Auth,
     /// Each route's body cap, from the policy's limits.
     pub caps: BodyCaps,
+    /// The one way the policy routes change the policy, built once with
+    /// the verify key (if any) so no route can deploy around it.
+    pub deployment: PolicyDeployment,
 }
 
 /// The API's router.

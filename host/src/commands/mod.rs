@@ -9,6 +9,7 @@ pub mod migrate;
 pub mod policy;
 pub mod retry;
 pub mod serve;
+pub mod signing;
 pub mod status;
 
 /// The database flag every subcommand that opens the store takes.
