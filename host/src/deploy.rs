@@ -367,9 +367,7 @@ impl FileWatcher {
                         return WatchOutcome::Unchanged;
                     }
                     Ok(false) => {}
-                    Err(e) => {
-                        return WatchOutcome::Failed(format!("saved policy revisions: {e}"))
-                    }
+                    Err(e) => return WatchOutcome::Failed(format!("saved policy revisions: {e}")),
                 }
             }
         }

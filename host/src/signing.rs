@@ -59,7 +59,9 @@ pub enum SignatureError {
     #[error("malformed policy signature: {0}")]
     Malformed(String),
     /// Signed, but by a key other than the configured one(s).
-    #[error("the policy is signed by key {signed_by}, not by the configured verify key {expected}")]
+    #[error(
+        "the policy is signed by key {signed_by}, not by the configured verify key {expected}"
+    )]
     UnknownKey {
         /// The key id the signature names.
         signed_by: KeyId,
@@ -420,7 +422,10 @@ mod tests {
         let stranger = SecretKey::generate().sign(WASM);
         match ring.verify(WASM, &stranger) {
             Err(SignatureError::UnknownKey { expected, .. }) => {
-                assert_eq!(expected, format!("{}, {}", old.public().id(), new.public().id()));
+                assert_eq!(
+                    expected,
+                    format!("{}, {}", old.public().id(), new.public().id())
+                );
             }
             other => panic!("{other:?}"),
         }

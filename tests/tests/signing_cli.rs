@@ -58,7 +58,13 @@ fn keygen_and_sign_round_trip_and_serve_refuses_an_unverified_policy_file() {
     std::fs::write(&wasm, &bytes).expect("write the policy");
     let key = dir.path().join("ops.key");
     let out = ok(&run(
-        &[os("policy"), os("sign"), os("--key"), key.as_os_str(), wasm.as_os_str()],
+        &[
+            os("policy"),
+            os("sign"),
+            os("--key"),
+            key.as_os_str(),
+            wasm.as_os_str(),
+        ],
         &[],
     ));
     assert!(out.contains(&public.id().0), "{out}");

@@ -240,12 +240,8 @@ impl Server {
         // The database decides which revision runs (see `deploy`). Both
         // looks happen once before anything is served, so the first decision
         // is made by the revision this replica converges on.
-        let deployment = PolicyDeployment::new(
-            policy.clone(),
-            store.clone(),
-            clock.clone(),
-            verify_keys,
-        );
+        let deployment =
+            PolicyDeployment::new(policy.clone(), store.clone(), clock.clone(), verify_keys);
         let mut file_watcher = config
             .policy
             .as_ref()

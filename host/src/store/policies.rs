@@ -49,12 +49,13 @@ impl Store {
         key_id: &str,
         signature: &str,
     ) -> Result<bool> {
-        let n = query("UPDATE nomos_policy_revisions SET key_id = $1, signature = $2 WHERE hash = $3")
-            .bind(key_id)
-            .bind(signature)
-            .bind(hash)
-            .execute(self)
-            .await?;
+        let n =
+            query("UPDATE nomos_policy_revisions SET key_id = $1, signature = $2 WHERE hash = $3")
+                .bind(key_id)
+                .bind(signature)
+                .bind(hash)
+                .execute(self)
+                .await?;
         Ok(n == 1)
     }
 

@@ -74,7 +74,10 @@ async fn an_upload_needs_a_valid_signature_and_its_key_id_is_recorded(store: Sto
             "not by the configured verify key",
         ),
         (Some(key.sign(&b).to_line()), "does not match the component"),
-        (Some("nomos-continue-signature-v1 zz".to_owned()), "malformed"),
+        (
+            Some("nomos-continue-signature-v1 zz".to_owned()),
+            "malformed",
+        ),
     ];
     for (signature, why) in refusals {
         let answer = api.upload_policy(&a, signature.as_deref()).await;
@@ -108,7 +111,9 @@ async fn a_revision_stored_unsigned_by_a_replica_without_the_key_is_refused(stor
     let mut watcher = keyed.watch_database(Duration::from_secs(3600));
     let a = variant("unsigned-row");
 
-    open.upload(a.clone(), None).await.expect("no key, no check");
+    open.upload(a.clone(), None)
+        .await
+        .expect("no key, no check");
     assert_eq!(recorded_key(&store, &a).await, None);
     match watcher.run_once().await {
         WatchOutcome::Rejected(revision, reasons) => {
@@ -124,7 +129,9 @@ async fn a_revision_stored_unsigned_by_a_replica_without_the_key_is_refused(stor
     assert!(matches!(watcher.run_once().await, WatchOutcome::Unchanged));
 
     let line = key.sign(&a).to_line();
-    open.upload(a.clone(), Some(&line)).await.expect("re-signed");
+    open.upload(a.clone(), Some(&line))
+        .await
+        .expect("re-signed");
     match watcher.run_once().await {
         WatchOutcome::Activated(revision) => assert_eq!(revision, Revision::of(&a)),
         other => panic!("the signed row must be activated, got {other:?}"),
@@ -176,7 +183,9 @@ async fn a_rollback_to_an_unsigned_revision_is_refused(store: Store) {
     let key = SecretKey::generate();
     let (_, open) = replica(&store, None);
     let (a, b) = (variant("rollback-unsigned"), variant("rollback-signed"));
-    open.upload(a.clone(), None).await.expect("no key, no check");
+    open.upload(a.clone(), None)
+        .await
+        .expect("no key, no check");
 
     let api = ServedApi::start_verified(store.clone(), ADMIN, key.public()).await;
     let line = key.sign(&b).to_line();
