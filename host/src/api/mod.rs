@@ -10,7 +10,7 @@
 //! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions.rs`) | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key | runtime |
 //! | `GET /v1/policy` | the active revision and the runtime's counters | runtime |
-//! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]) | admin |
+//! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
 //! | `POST /v1/policy/rollback` | return to the previously active revision | admin |
 //! | `GET /metrics` | Prometheus text | runtime |
 //! | `GET /healthz` | liveness | none |
