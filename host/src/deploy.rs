@@ -24,6 +24,18 @@
 //! Whichever way a revision becomes active here, the statuses of pending
 //! work are classified under it at once (see [`crate::classes`]).
 //!
+//! # Signatures: checked at every activation
+//!
+//! With a verify key (`serve --policy-verify-key`), a revision runs only
+//! with a valid signature by that key ([`PolicyDeployment::verify`]).
+//! Every way in passes through here, so the check sits here, before any
+//! swap: an upload and the watched file (signature from the request or
+//! `FILE.sig`) and every revision read from the database, whether the
+//! database watcher activates what another replica stored or a rollback
+//! returns to an older one (signature from the row, since a replica without
+//! the key may have stored it). The built-in policy is part of the binary,
+//! which is signed off with it, and needs none.
+//!
 //! Why a module of its own: the sandbox (`policy`) knows components, not the
 //! database; the store knows rows, not components. This is where the two
 //! meet.
@@ -38,6 +50,7 @@ use crate::classes::StatusClasses;
 use crate::clock::Clock;
 use crate::policy::types::PolicyInfo;
 use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
+use crate::signing::{self, Keyring, Signature, SignatureError};
 use crate::store::{Store, StoreError};
 
 /// Why an upload did not become the active revision everywhere.
@@ -46,6 +59,10 @@ pub enum DeployError {
     /// The component failed its checks: it was activated nowhere.
     #[error(transparent)]
     Rejected(#[from] PolicyError),
+    /// A verify key is configured and the revision's signature is missing
+    /// or does not verify: it was activated nowhere.
+    #[error(transparent)]
+    Signature(#[from] SignatureError),
     /// The component passed and runs here, but the database did not record
     /// it; the other replicas (and this one, at its next database poll)
     /// keep the database's revision.
@@ -87,23 +104,54 @@ pub struct PolicyDeployment {
     policy: PolicyHandle,
     store: Store,
     clock: Arc<dyn Clock>,
+    verify_keys: Option<Keyring>,
 }
 
 impl PolicyDeployment {
-    /// The deployment of `runtime`'s policy through `store`, stamping records with `clock`.
-    pub fn new(runtime: Arc<PolicyRuntime>, store: Store, clock: Arc<dyn Clock>) -> Self {
+    /// The deployment of `runtime`'s policy through `store`, stamping
+    /// records with `clock`. With `verify_keys`, every revision but the
+    /// built-in one must be signed by one of them. (A required argument, so
+    /// no caller builds a deployment that skips the check by forgetting it.)
+    pub fn new(
+        runtime: Arc<PolicyRuntime>,
+        store: Store,
+        clock: Arc<dyn Clock>,
+        verify_keys: Option<Keyring>,
+    ) -> Self {
         Self {
             policy: PolicyHandle::from(&runtime),
             store,
             clock,
+            verify_keys,
         }
     }
 
-    /// Vets `bytes` and activates them here (a refused component changes
-    /// nothing, anywhere), then saves and activates the revision in the
-    /// database so every replica converges on it. Answers the revision and
-    /// the policy's own description.
-    pub async fn upload(&self, bytes: Vec<u8>) -> Result<(Revision, PolicyInfo), DeployError> {
+    /// The check every revision passes before it is activated, here or in
+    /// the database, by any path (see the module docs): the signature line
+    /// `signature` (as uploaded, from `FILE.sig` or from the row) must be
+    /// by a verify key and over exactly `wasm`. Without a verify key
+    /// nothing is checked, but a signature given is parsed (a malformed one
+    /// is refused), so it can be recorded for replicas that have the key.
+    /// Answers the signature to record.
+    pub fn verify(
+        &self,
+        wasm: &[u8],
+        signature: Option<&str>,
+    ) -> Result<Option<Signature>, SignatureError> {
+        verify_revision(self.verify_keys.as_ref(), wasm, signature)
+    }
+
+    /// Verifies (see [`Self::verify`]) and vets `bytes` and activates them
+    /// here (a refused component changes nothing, anywhere), then saves and
+    /// activates the revision in the database, with its signature, so every
+    /// replica converges on it. Answers the revision and the policy's own
+    /// description.
+    pub async fn upload(
+        &self,
+        bytes: Vec<u8>,
+        signature: Option<&str>,
+    ) -> Result<(Revision, PolicyInfo), DeployError> {
+        let signed = self.verify(&bytes, signature)?;
         // One compile: `activate` vets the candidate before swapping (and
         // keeps it compiled, so a later rollback or swap back to it compiles
         // nothing here), and the description is read from the revision now
@@ -129,6 +177,11 @@ impl PolicyDeployment {
         self.store
             .save_policy_revision(&revision.0, &bytes, &info.name, &info.version, now)
             .await?;
+        if let Some(signed) = signed {
+            self.store
+                .record_policy_signature(&revision.0, &signed.key_id.0, &signed.to_line())
+                .await?;
+        }
         self.store.activate_policy(&revision.0, now).await?;
         self.classify_pending().await;
         Ok((revision, info))
@@ -194,13 +247,15 @@ impl PolicyDeployment {
     /// one, then swapped in here (on the compile the vetting did: the
     /// runtime keeps compiled revisions). So a rollback that loses a race changes
     /// nothing anywhere, and this replica never runs a revision the
-    /// database did not make active. Answers `(from, to)`.
+    /// database did not make active. The target's recorded signature is
+    /// verified first, as for any revision. Answers `(from, to)`.
     pub async fn rollback(&self) -> Result<(Revision, Revision), DeployError> {
         let (current, target) = self
             .store
             .rollback_target()
             .await?
             .ok_or(DeployError::NothingToRollBack)?;
+        self.verify(&target.wasm, target.signature.as_deref())?;
         let wasm = target.wasm;
         let (checked, wasm) = self
             .policy
@@ -263,11 +318,38 @@ impl PolicyDeployment {
         }
     }
 
-    /// Whether the database has ever stored `revision`.
-    async fn is_saved(&self, revision: &Revision) -> Result<bool, StoreError> {
+    /// Whether the database has stored `revision` with the signature of
+    /// `key_id` (any, or none, when `key_id` is `None`): a file saved
+    /// unsigned and signed since is news, its signature is to be recorded.
+    async fn is_saved(
+        &self,
+        revision: &Revision,
+        key_id: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let saved = self.store.policy_revisions().await?;
-        Ok(saved.iter().any(|r| r.hash == revision.0))
+        Ok(saved
+            .iter()
+            .any(|r| r.hash == revision.0 && (key_id.is_none() || r.key_id.as_deref() == key_id)))
     }
+}
+
+/// [`PolicyDeployment::verify`], for a caller that checks a revision
+/// before any deployment exists (`serve` loading `--policy` at start-up).
+pub fn verify_revision(
+    keys: Option<&Keyring>,
+    wasm: &[u8],
+    signature: Option<&str>,
+) -> Result<Option<Signature>, SignatureError> {
+    let signature = signature.map(Signature::parse).transpose()?;
+    let Some(keys) = keys else {
+        return Ok(signature);
+    };
+    if wasm == BUILTIN_POLICY_WASM {
+        return Ok(signature);
+    }
+    let signature = signature.ok_or(SignatureError::Missing)?;
+    keys.verify(wasm, &signature)?;
+    Ok(Some(signature))
 }
 
 /// Uploads a policy file when its contents change (see the module docs).
@@ -275,9 +357,11 @@ pub struct FileWatcher {
     deployment: PolicyDeployment,
     path: PathBuf,
     interval: Duration,
-    /// The file's revision as last seen, uploaded or refused; `None` before
-    /// the first successful look.
-    last_seen: Option<Revision>,
+    /// The file's revision and signature as last seen, uploaded or
+    /// refused; `None` before the first successful look. The signature is
+    /// part of it so that signing a refused file (writing `FILE.sig` after
+    /// the component) is seen as a change.
+    last_seen: Option<(Revision, Option<String>)>,
 }
 
 impl FileWatcher {
@@ -287,31 +371,47 @@ impl FileWatcher {
             Ok(b) => b,
             Err(e) => return WatchOutcome::Failed(format!("{}: {e}", self.path.display())),
         };
+        let signature = match signing::read_signature_file(&self.path).await {
+            Ok(signature) => signature,
+            Err(e) => return WatchOutcome::Failed(e.to_string()),
+        };
         let revision = Revision::of(&bytes);
+        let seen = (revision.clone(), signature.clone());
         match &self.last_seen {
-            Some(seen) if *seen == revision => return WatchOutcome::Unchanged,
+            Some(last) if *last == seen => return WatchOutcome::Unchanged,
             Some(_) => {}
-            // Start-up: a file the database already has is no news, even if
-            // another revision is active there (it was uploaded after this
-            // file): the database decides.
-            None => match self.deployment.is_saved(&revision).await {
-                Ok(true) => {
-                    self.last_seen = Some(revision);
-                    return WatchOutcome::Unchanged;
+            // Start-up: a file the database already has (with this file's
+            // signer) is no news, even if another revision is active there
+            // (it was uploaded after this file): the database decides.
+            None => {
+                let signer = signature
+                    .as_deref()
+                    .and_then(|s| Signature::parse(s).ok())
+                    .map(|s| s.key_id.0);
+                match self.deployment.is_saved(&revision, signer.as_deref()).await {
+                    Ok(true) => {
+                        self.last_seen = Some(seen);
+                        return WatchOutcome::Unchanged;
+                    }
+                    Ok(false) => {}
+                    Err(e) => return WatchOutcome::Failed(format!("saved policy revisions: {e}")),
                 }
-                Ok(false) => {}
-                Err(e) => return WatchOutcome::Failed(format!("saved policy revisions: {e}")),
-            },
+            }
         }
-        match self.deployment.upload(bytes).await {
+        match self.deployment.upload(bytes, signature.as_deref()).await {
             Ok((uploaded, _)) => {
-                self.last_seen = Some(uploaded.clone());
+                self.last_seen = Some(seen);
                 WatchOutcome::Activated(uploaded)
             }
             Err(DeployError::Rejected(e)) => {
                 tracing::error!(path = %self.path.display(), "policy file refused: {e}");
-                self.last_seen = Some(revision.clone());
+                self.last_seen = Some(seen);
                 WatchOutcome::Rejected(revision, e.reasons())
+            }
+            Err(DeployError::Signature(e)) => {
+                tracing::error!(path = %self.path.display(), "policy file refused: {e}");
+                self.last_seen = Some(seen);
+                WatchOutcome::Rejected(revision, vec![e.to_string()])
             }
             // Not marked as seen: the upload is tried again at the next look.
             Err(e) => WatchOutcome::Failed(format!("upload {}: {e}", self.path.display())),
@@ -334,8 +434,9 @@ impl FileWatcher {
 pub struct DbPolicyWatcher {
     deployment: PolicyDeployment,
     interval: Duration,
-    /// The active revision this host refused, so it is reported once.
-    last_rejected: Option<String>,
+    /// The active revision (and its recorded signature) this host refused,
+    /// so it is reported once; a signature recorded since is looked at again.
+    last_rejected: Option<(String, Option<String>)>,
 }
 
 impl DbPolicyWatcher {
@@ -347,10 +448,19 @@ impl DbPolicyWatcher {
             Err(e) => return WatchOutcome::Failed(format!("active policy: {e}")),
         };
         let policy = &self.deployment.policy;
+        let seen = (active.hash.clone(), active.signature.clone());
         if active.hash == policy.runtime().active_revision().0
-            || self.last_rejected.as_deref() == Some(active.hash.as_str())
+            || self.last_rejected.as_ref() == Some(&seen)
         {
             return WatchOutcome::Unchanged;
+        }
+        if let Err(e) = self
+            .deployment
+            .verify(&active.wasm, active.signature.as_deref())
+        {
+            tracing::error!(revision = %active.hash, "database policy refused: {e}");
+            self.last_rejected = Some(seen);
+            return WatchOutcome::Rejected(Revision(active.hash), vec![e.to_string()]);
         }
         match policy.activate(active.wasm).await {
             Ok(Ok(rev)) => {
@@ -359,7 +469,7 @@ impl DbPolicyWatcher {
             }
             Ok(Err(e)) => {
                 tracing::error!(revision = %active.hash, "database policy refused: {e}");
-                self.last_rejected = Some(active.hash.clone());
+                self.last_rejected = Some(seen);
                 WatchOutcome::Rejected(Revision(active.hash), e.reasons())
             }
             Err(join) => WatchOutcome::Failed(format!("policy check task failed: {join}")),

@@ -8,6 +8,8 @@
 //! - [`deploy`]: which policy revision runs when a watched file, uploads
 //!   and the database all name one (the database decides), and the
 //!   watchers that converge on it.
+//! - [`signing`]: Ed25519 keys and detached signatures of policy
+//!   revisions, and their text files (checked by [`deploy`]).
 //! - [`classes`]: how the active revision classifies each status, asked of
 //!   the policy once and kept in the store.
 //! - [`store`]: every SQL query, for PostgreSQL and the embedded SQLite
@@ -36,5 +38,6 @@ pub mod deploy;
 pub mod metrics;
 pub mod policy;
 pub mod server;
+pub mod signing;
 pub mod store;
 pub mod worker;

@@ -104,6 +104,20 @@ enum PolicyCmd {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Write a new Ed25519 key pair for signing policies: PREFIX.key
+    /// (private, mode 0600) and PREFIX.pub (for serve --policy-verify-key).
+    Keygen {
+        /// Path prefix of the two key files.
+        prefix: PathBuf,
+    },
+    /// Sign a policy component: writes POLICY.wasm.sig.
+    Sign {
+        /// The private key file (PREFIX.key).
+        #[arg(long)]
+        key: PathBuf,
+        /// The policy component (.wasm).
+        wasm: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -147,6 +161,8 @@ fn main() -> ExitCode {
         Cmd::Policy(PolicyCmd::Capture { decision, to, db }) => {
             commands::replay::capture(&db.database_url, decision, &to)
         }
+        Cmd::Policy(PolicyCmd::Keygen { prefix }) => commands::signing::keygen(&prefix),
+        Cmd::Policy(PolicyCmd::Sign { key, wasm }) => commands::signing::sign(&key, &wasm),
     };
     commands::exit_code(result)
 }

@@ -13,9 +13,11 @@ use std::sync::{Arc, OnceLock};
 
 use nomos_continue::api::{router, AppState, Auth, BodyCaps};
 use nomos_continue::clock::SystemClock;
+use nomos_continue::deploy::PolicyDeployment;
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::server::serve_http;
+use nomos_continue::signing::{Keyring, PublicKey};
 use nomos_continue::store::Store;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -98,7 +100,7 @@ impl ServedApi {
     /// worker's [`waker`](nomos_continue::worker::Worker::waker), for tests
     /// of what wakes the worker).
     pub async fn start_with_wake(store: Store, token: Option<&str>, wake: Arc<Notify>) -> Self {
-        Self::start_full(store, policy(), token, None, wake).await
+        Self::start_full(store, policy(), token, None, wake, None).await
     }
 
     /// With the runtime's token and the admin token (see `api::Auth`), and
@@ -106,7 +108,16 @@ impl ServedApi {
     /// the shared runtime would change what the other tests run.
     pub async fn start_scoped(store: Store, token: Option<&str>, admin: Option<&str>) -> Self {
         let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
-        Self::start_full(store, own, token, admin, Arc::new(Notify::new())).await
+        Self::start_full(store, own, token, admin, Arc::new(Notify::new()), None).await
+    }
+
+    /// Like [`ServedApi::start_scoped`] with an admin token only, as
+    /// `serve --policy-verify-key` runs: every revision must be signed by
+    /// `key`.
+    pub async fn start_verified(store: Store, admin: &str, key: PublicKey) -> Self {
+        let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
+        let wake = Arc::new(Notify::new());
+        Self::start_full(store, own, None, Some(admin), wake, Some(key.into())).await
     }
 
     async fn start_full(
@@ -115,12 +126,17 @@ impl ServedApi {
         token: Option<&str>,
         admin: Option<&str>,
         wake: Arc<Notify>,
+        verify_keys: Option<Keyring>,
     ) -> Self {
+        let clock = Arc::new(SystemClock);
+        let deployment =
+            PolicyDeployment::new(policy.clone(), store.clone(), clock.clone(), verify_keys);
         let state = AppState {
+            deployment,
             store: store.clone(),
             caps: BodyCaps::for_limits(policy.limits()),
             policy,
-            clock: Arc::new(SystemClock),
+            clock,
             metrics: Arc::new(Metrics::default()),
             wake: wake.clone(),
             auth: Auth::new(token, admin),
@@ -162,6 +178,29 @@ impl ServedApi {
         body: impl Into<Vec<u8>>,
         token: Option<&str>,
     ) -> Answer {
+        self.send_headers(method, path, body, token, &[]).await
+    }
+
+    /// `PUT /v1/policy` with the admin token and, if given, the signature
+    /// line in its header (`Nomos-Policy-Signature`).
+    pub async fn upload_policy(&self, wasm: &[u8], signature: Option<&str>) -> Answer {
+        let token = self.admin.clone();
+        let headers: Vec<(&str, &str)> = signature
+            .map(|s| ("Nomos-Policy-Signature", s))
+            .into_iter()
+            .collect();
+        self.send_headers("PUT", "/v1/policy", wasm, token.as_deref(), &headers)
+            .await
+    }
+
+    async fn send_headers(
+        &self,
+        method: &str,
+        path: &str,
+        body: impl Into<Vec<u8>>,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut request = self
             .client
@@ -169,6 +208,9 @@ impl ServedApi {
             .body(body.into());
         if let Some(token) = token {
             request = request.bearer_auth(token);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let response = request.send().await.expect("request sent");
         let status = response.status().as_u16();

@@ -111,6 +111,7 @@ fn storage_knows_nothing_above_it() {
         "store",
         &[
             "agent", "api", "worker", "policy", "deploy", "demo", "commands", "server", "clock",
+            "signing",
         ],
     );
     assert!(

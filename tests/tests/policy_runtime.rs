@@ -20,6 +20,8 @@ use nomos_continue::policy::{
 
 #[path = "policy_runtime/revisions.rs"]
 mod revisions;
+#[path = "policy_runtime/signatures.rs"]
+mod signatures;
 #[path = "policy_runtime/sources.rs"]
 mod sources;
 

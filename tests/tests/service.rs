@@ -20,3 +20,5 @@ mod house;
 mod openapi;
 #[path = "readme.rs"]
 mod readme;
+#[path = "signing_cli.rs"]
+mod signing_cli;

@@ -10,7 +10,7 @@
 //! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions.rs`) | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key | runtime |
 //! | `GET /v1/policy` | the active revision and the runtime's counters | runtime |
-//! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]) | admin |
+//! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
 //! | `POST /v1/policy/rollback` | return to the previously active revision | admin |
 //! | `GET /metrics` | Prometheus text | runtime |
 //! | `GET /healthz` | liveness | none |
@@ -41,6 +41,7 @@ pub use error::ApiError;
 pub use limits::{BodyCap, BodyCaps, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 
 use crate::clock::Clock;
+use crate::deploy::PolicyDeployment;
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::Store;
@@ -63,6 +64,9 @@ pub struct AppState {
     pub auth: Auth,
     /// Each route's body cap, from the policy's limits.
     pub caps: BodyCaps,
+    /// The one way the policy routes change the policy, built once with
+    /// the verify key (if any) so no route can deploy around it.
+    pub deployment: PolicyDeployment,
 }
 
 /// The API's router.

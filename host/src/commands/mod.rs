@@ -10,6 +10,7 @@ pub mod policy;
 pub mod replay;
 pub mod retry;
 pub mod serve;
+pub mod signing;
 pub mod status;
 
 /// The database flag every subcommand that opens the store takes.

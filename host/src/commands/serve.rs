@@ -86,6 +86,13 @@ pub struct ServeArgs {
     /// watched and a valid new version is swapped in without a restart.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY")]
     policy: Option<PathBuf>,
+    /// Run only policy revisions signed by this key (a `policy keygen`
+    /// `.pub` file): uploads, the policy file (signature in FILE.sig) and
+    /// revisions read from the database alike. The built-in policy needs
+    /// no signature. Repeat it (or separate files with commas) to accept
+    /// two keys while one is rotated.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_VERIFY_KEY", value_delimiter = ',')]
+    policy_verify_key: Vec<PathBuf>,
     /// This process's worker id (unique per replica); generated if unset.
     #[arg(long, env = "NOMOS_CONTINUE_WORKER_ID")]
     worker_id: Option<String>,
@@ -150,6 +157,7 @@ impl ServeArgs {
             openai_key: self.openai_key,
             openai_budget_chars: self.openai_budget_chars,
             policy: self.policy,
+            policy_verify_keys: self.policy_verify_key,
             policy_poll: Duration::from_millis(self.policy_poll_ms),
             wake_listener: !self.no_wake_listener,
             ..ServeConfig::default()

@@ -60,6 +60,11 @@ pub struct ServeConfig {
     pub openai_budget_chars: usize,
     /// A policy file, watched for changes; `None` is the built-in policy.
     pub policy: Option<PathBuf>,
+    /// Public key files (`policy keygen`'s `.pub`): every revision but the
+    /// built-in one must be signed by one of their keys, whatever its
+    /// source (see [`crate::deploy`]); two while a key is rotated; none
+    /// checks no signatures.
+    pub policy_verify_keys: Vec<PathBuf>,
     /// The worker's settings.
     pub worker: WorkerConfig,
     /// The policy sandbox's limits.
@@ -99,6 +104,7 @@ impl Default for ServeConfig {
             openai_key: None,
             openai_budget_chars: DEFAULT_BUDGET_CHARS,
             policy: None,
+            policy_verify_keys: Vec::new(),
             worker: WorkerConfig::default(),
             limits: Limits::default(),
             policy_poll: Duration::from_secs(2),

@@ -192,9 +192,10 @@ impl Server {
             None => None,
         };
         let mut tasks = JoinSet::new();
+        let verify_keys = parts::load_verify_keys(&config)?;
         let policy = match policy {
             Some(policy) => policy,
-            None => Arc::new(parts::load_policy(&config)?),
+            None => Arc::new(parts::load_policy(&config, verify_keys.as_ref()).await?),
         };
         let clock: Arc<dyn Clock> = match clock {
             Some(clock) => clock,
@@ -239,7 +240,8 @@ impl Server {
         // The database decides which revision runs (see `deploy`). Both
         // looks happen once before anything is served, so the first decision
         // is made by the revision this replica converges on.
-        let deployment = PolicyDeployment::new(policy.clone(), store.clone(), clock.clone());
+        let deployment =
+            PolicyDeployment::new(policy.clone(), store.clone(), clock.clone(), verify_keys);
         if let Err(e) = deployment.keep_builtin().await {
             tracing::warn!("could not keep the built-in policy for replay: {e}");
         }
@@ -294,6 +296,7 @@ impl Server {
             wake: worker.waker(),
             auth: config.auth(),
             caps: BodyCaps::for_limits(policy.limits()),
+            deployment,
         };
         let app = api::router(state);
         let api = match tls {

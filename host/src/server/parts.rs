@@ -10,16 +10,36 @@ use crate::agent::{
     Agent, ChatAgent, ChatConfig, LogAgent, StoreHistory, WebhookAgent, WebhookConfig,
 };
 use crate::clock::{Clock, OffsetClock, SystemClock};
+use crate::deploy::verify_revision;
 use crate::policy::watch::read_policy_file;
 use crate::policy::PolicyRuntime;
+use crate::signing::{self, Keyring};
 use crate::store::Store;
 
-/// The policy file named by `config`, or the built-in policy.
-pub(super) fn load_policy(config: &ServeConfig) -> Result<PolicyRuntime> {
+/// The verify key files named by `config`, read once at start-up: a key
+/// that cannot be read stops the start rather than running unchecked.
+pub(super) fn load_verify_keys(config: &ServeConfig) -> Result<Option<Keyring>> {
+    let keys = Keyring::read(&config.policy_verify_keys).context("read the policy verify key")?;
+    if let Some(keys) = &keys {
+        tracing::info!(keys = %keys.ids(), "policy revisions must be signed");
+    }
+    Ok(keys)
+}
+
+/// The policy file named by `config`, or the built-in policy. With a verify
+/// key the file must carry a valid signature (`FILE.sig`), checked by the
+/// deployment's own check before the file is compiled, as every revision is.
+pub(super) async fn load_policy(
+    config: &ServeConfig,
+    verify_keys: Option<&Keyring>,
+) -> Result<PolicyRuntime> {
     match &config.policy {
         None => PolicyRuntime::new(config.limits.clone()).context("load the built-in policy"),
         Some(path) => {
             let bytes = read_policy_file(path)?;
+            let signature = signing::read_signature_file(path).await?;
+            verify_revision(verify_keys, &bytes, signature.as_deref())
+                .with_context(|| format!("load the policy {}", path.display()))?;
             PolicyRuntime::with_policy(config.limits.clone(), &bytes)
                 .with_context(|| format!("load the policy {}", path.display()))
         }

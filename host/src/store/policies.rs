@@ -37,6 +37,28 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Records the signature a saved revision came with: `signature` is the
+    /// signature line as given, `key_id` the key it names. The store keeps
+    /// them and checks nothing (verifying is the deployment's job, on every
+    /// activation); a later signature replaces an earlier one, so a
+    /// revision re-signed under a new key (a key rotation) is uploaded
+    /// again to record it. Returns whether the revision was found.
+    pub async fn record_policy_signature(
+        &self,
+        hash: &str,
+        key_id: &str,
+        signature: &str,
+    ) -> Result<bool> {
+        let n =
+            query("UPDATE nomos_policy_revisions SET key_id = $1, signature = $2 WHERE hash = $3")
+                .bind(key_id)
+                .bind(signature)
+                .bind(hash)
+                .execute(self)
+                .await?;
+        Ok(n == 1)
+    }
+
     /// Makes a saved revision the active one for every replica (they poll
     /// [`Store::active_policy`] and converge), and records the activation.
     /// [`StoreError::UnknownPolicy`] if it was never saved; one
@@ -79,8 +101,8 @@ impl Store {
     /// rollback undoes the last change, and a second rollback undoes the
     /// rollback. `None` when nothing is active or nothing else ever was.
     pub async fn rollback_target(&self) -> Result<Option<(String, ActivePolicy)>> {
-        const SQL: &str = "SELECT r.hash, r.wasm, r.name, r.version, l.activated_at \
-             FROM nomos_policy_active a \
+        const SQL: &str = "SELECT r.hash, r.wasm, r.name, r.version, r.signature, \
+             l.activated_at FROM nomos_policy_active a \
              JOIN nomos_policy_activations l ON l.hash <> a.hash \
              JOIN nomos_policy_revisions r ON r.hash = l.hash \
              WHERE a.id = 1 ORDER BY l.id DESC LIMIT 1";
@@ -95,8 +117,8 @@ impl Store {
     /// The active revision with its bytes; `None` until one is activated (the
     /// host then runs its built-in policy).
     pub async fn active_policy(&self) -> Result<Option<ActivePolicy>> {
-        const SQL: &str = "SELECT r.hash, r.wasm, r.name, r.version, a.activated_at \
-             FROM nomos_policy_active a JOIN nomos_policy_revisions r ON r.hash = a.hash \
+        const SQL: &str = "SELECT r.hash, r.wasm, r.name, r.version, r.signature, \
+             a.activated_at FROM nomos_policy_active a JOIN nomos_policy_revisions r ON r.hash = a.hash \
              WHERE a.id = 1";
         let row = query(SQL).fetch_optional(self).await?;
         row.map(|r| active_policy(&r)).transpose()
@@ -105,7 +127,8 @@ impl Store {
     /// Every stored revision without its bytes, newest first (for the API
     /// and `policy` CLI).
     pub async fn policy_revisions(&self) -> Result<Vec<PolicyRevision>> {
-        const SQL: &str = "SELECT hash, name, version, created_at FROM nomos_policy_revisions \
+        const SQL: &str = "SELECT hash, name, version, created_at, key_id \
+             FROM nomos_policy_revisions \
              ORDER BY created_at DESC, hash";
         fn build<R: RowExt>(r: &R) -> Result<PolicyRevision> {
             Ok(PolicyRevision {
@@ -113,6 +136,7 @@ impl Store {
                 name: r.text("name")?,
                 version: r.text("version")?,
                 created_at: r.time("created_at")?,
+                key_id: r.opt_text("key_id")?,
             })
         }
         query(SQL)
@@ -125,7 +149,7 @@ impl Store {
 }
 
 /// A revision with its bytes, from a row of `hash, wasm, name, version,
-/// activated_at`.
+/// signature, activated_at`.
 fn active_policy<R: RowExt>(r: &R) -> Result<ActivePolicy> {
     Ok(ActivePolicy {
         hash: r.text("hash")?,
@@ -133,6 +157,7 @@ fn active_policy<R: RowExt>(r: &R) -> Result<ActivePolicy> {
         name: r.text("name")?,
         version: r.text("version")?,
         activated_at: r.time("activated_at")?,
+        signature: r.opt_text("signature")?,
     })
 }
 

@@ -340,6 +340,9 @@ pub struct PolicyRevision {
     pub version: String,
     /// When saved.
     pub created_at: DateTime<Utc>,
+    /// The id of the key its recorded signature names; `None` if it was
+    /// stored unsigned (see [`super::Store::record_policy_signature`]).
+    pub key_id: Option<String>,
 }
 
 /// The active policy with its bytes, ready to compile.
@@ -355,6 +358,9 @@ pub struct ActivePolicy {
     pub version: String,
     /// When it became active.
     pub activated_at: DateTime<Utc>,
+    /// The signature line it was stored with, verified (by a replica with
+    /// a verify key) before it is activated; `None` if stored unsigned.
+    pub signature: Option<String>,
 }
 
 /// What [`super::Store::upsert_execution_status`] did with a report.

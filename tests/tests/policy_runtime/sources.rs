@@ -45,7 +45,7 @@ impl Replica {
             PolicyRuntime::with_policy(Limits::default(), file).expect("the file's policy loads"),
         );
         let deployment =
-            PolicyDeployment::new(runtime.clone(), store.clone(), Arc::new(SystemClock));
+            PolicyDeployment::new(runtime.clone(), store.clone(), Arc::new(SystemClock), None);
         let hour = Duration::from_secs(3600);
         Replica {
             store: store.clone(),
@@ -123,7 +123,7 @@ async fn an_upload_outlives_watcher_passes_until_the_file_changes(store: Store) 
 
     let (revision, _) = replica
         .deployment
-        .upload(c.clone())
+        .upload(c.clone(), None)
         .await
         .expect("the upload is valid");
     assert_eq!(revision, Revision::of(&c));

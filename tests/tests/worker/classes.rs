@@ -111,9 +111,10 @@ async fn a_swap_reclassifies_pending_statuses_under_the_new_revision(store: Stor
     );
     let builtin = runtime.active_revision().0;
 
-    let deployment = PolicyDeployment::new(runtime.clone(), rig.store.clone(), rig.clock.clone());
+    let deployment =
+        PolicyDeployment::new(runtime.clone(), rig.store.clone(), rig.clock.clone(), None);
     let hostile = std::fs::read(env!("HOSTILE_WASM")).expect("hostile policy built");
-    let (revision, _) = deployment.upload(hostile).await.expect("upload");
+    let (revision, _) = deployment.upload(hostile, None).await.expect("upload");
     assert_ne!(revision.0, builtin);
     let trap = statuses(&["trap"]);
     let kept = rig
