@@ -24,6 +24,9 @@
 //! Whichever way a revision becomes active here, the statuses of pending
 //! work are classified under it at once (see [`crate::classes`]).
 //!
+//! A candidate can also run in shadow beside the active revision, shared
+//! through the database the same way (see `shadow`).
+//!
 //! Why a module of its own: the sandbox (`policy`) knows components, not the
 //! database; the store knows rows, not components. This is where the two
 //! meet.
@@ -39,6 +42,8 @@ use crate::clock::Clock;
 use crate::policy::types::PolicyInfo;
 use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
 use crate::store::{Store, StoreError};
+
+mod shadow;
 
 /// Why an upload did not become the active revision everywhere.
 #[derive(Debug, thiserror::Error)]
@@ -58,11 +63,15 @@ pub enum DeployError {
     /// database, or no other revision was ever activated.
     #[error("no previous policy revision to roll back to")]
     NothingToRollBack,
-    /// Another activation landed while a rollback was being prepared; the
-    /// rollback changed nothing in the database (this replica converges on
-    /// the database's revision at its next poll).
-    #[error("the active policy revision changed during the rollback; nothing was rolled back")]
+    /// Another activation (or shadow change) landed while a rollback or a
+    /// promotion was being prepared; it changed nothing in the database
+    /// (this replica converges on the database's revisions at its next
+    /// poll).
+    #[error("the policy revision changed meanwhile; nothing was changed")]
     Raced,
+    /// A promotion with no revision in shadow in the database.
+    #[error("no policy revision is in shadow")]
+    NoShadow,
 }
 
 /// What one look of a watcher found.
@@ -233,6 +242,7 @@ impl PolicyDeployment {
             deployment: self.clone(),
             interval,
             last_rejected: None,
+            shadow_rejected: None,
         }
     }
 
@@ -309,11 +319,30 @@ pub struct DbPolicyWatcher {
     interval: Duration,
     /// The active revision this host refused, so it is reported once.
     last_rejected: Option<String>,
+    /// The same for the shadow revision.
+    shadow_rejected: Option<String>,
 }
 
 impl DbPolicyWatcher {
-    /// Looks at the database once.
+    /// Looks at the database once: converges on its active revision (what
+    /// is answered), then on its shadow (logged).
     pub async fn run_once(&mut self) -> WatchOutcome {
+        let active = self.converge_active().await;
+        match self
+            .deployment
+            .converge_shadow(&mut self.shadow_rejected)
+            .await
+        {
+            WatchOutcome::Activated(revision) => {
+                tracing::info!(revision = %revision.short(), "policy shadow set from the database");
+            }
+            WatchOutcome::Failed(why) => tracing::warn!("policy watcher: {why}"),
+            WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => {}
+        }
+        active
+    }
+
+    async fn converge_active(&mut self) -> WatchOutcome {
         let active = match self.deployment.store.active_policy().await {
             Ok(Some(active)) => active,
             Ok(None) => return WatchOutcome::Unchanged,

@@ -69,7 +69,7 @@ fn deploy_error(e: DeployError) -> ApiError {
         DeployError::Rejected(e) => ApiError::PolicyRejected(e.reasons()),
         DeployError::Store(e) => e.into(),
         DeployError::Task(why) => ApiError::PolicyUnavailable(why),
-        e @ (DeployError::NothingToRollBack | DeployError::Raced) => {
+        e @ (DeployError::NothingToRollBack | DeployError::Raced | DeployError::NoShadow) => {
             ApiError::Conflict(e.to_string())
         }
     }

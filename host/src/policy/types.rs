@@ -10,12 +10,13 @@
 //! The JSON form is the one policy authors write in golden files and pipe
 //! into `wasmtime run policy.wasm decide`: snake_case keys, RFC 3339 times,
 //! unknown keys refused (a typo must be an error, not a silent default).
-//! The host only ever *reads* decision inputs and *writes* answers, so each
-//! type implements the one direction it needs. Field order is part of the
+//! The host reads decision inputs and writes answers; it also writes the
+//! inputs a shadow revision decided differently on, in the same form, so a
+//! recorded disagreement is a golden case as it stands. Field order is part of the
 //! form too: serde lists the expected fields in declaration order in its
 //! errors, and golden `.err` files pin those lines.
 
-use chrono::{DateTime, Timelike, Utc};
+use chrono::{DateTime, SecondsFormat, Timelike, Utc};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -23,8 +24,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// nanoseconds since the Unix epoch, UTC. Ordered by time. Read from JSON
 /// as RFC 3339 with any offset.
 ///
-/// Every conversion between this and `chrono` is in the two impls
-/// below, so changing the host's clock type touches only them.
+/// Every conversion between this and `chrono` is in the impls below, so
+/// changing the host's clock type touches only them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(try_from = "String")]
 pub struct Timestamp {
@@ -56,6 +57,20 @@ impl TryFrom<String> for Timestamp {
                     "invalid timestamp {text:?} ({why}); expected RFC 3339 such as 2026-11-30T04:00:00Z"
                 )
             })
+    }
+}
+
+/// Written as RFC 3339 in UTC, the form golden files use, so an input the
+/// host records (a shadow's disagreement) reads back as the same instant.
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match DateTime::<Utc>::from_timestamp(self.seconds, self.nanoseconds) {
+            Some(at) => serializer.serialize_str(&at.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+            None => Err(serde::ser::Error::custom(format!(
+                "timestamp out of range: {}s",
+                self.seconds
+            ))),
+        }
     }
 }
 
@@ -132,7 +147,7 @@ pub struct PolicyInfo {
 }
 
 /// How the operator approved the plan that opened a window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalRoute {
     /// Recorded by the chat client's approve button.
@@ -144,7 +159,7 @@ pub enum ApprovalRoute {
 }
 
 /// An assent window; open while `opened_at <= now < expires_at`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
     /// The approval's time, stamped by the replica that took it.
@@ -157,7 +172,7 @@ pub struct Window {
 
 /// One asynchronous execution as the runtime last reported it. A missing
 /// `finished_at` is `None` (serde's rule for `Option` fields).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Execution {
     /// Canonical lowercase UUID, as the host stores it.
@@ -184,7 +199,7 @@ pub fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error
 }
 
 /// The chat session an execution is linked to.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Session {
     /// Canonical lowercase UUID.
@@ -201,7 +216,7 @@ pub struct Session {
 }
 
 /// Everything a policy needs to decide about one execution.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionInput {
     /// The host's clock at the pass (never before the window opened).

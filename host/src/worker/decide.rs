@@ -2,14 +2,15 @@
 //! its own execution (P5): decisions go in chunks sized by bytes under the
 //! policy's input cap, a chunk the policy fails on is split until the input
 //! that fails is isolated, and a shortage (every sandbox slot busy) defers
-//! the chunk to the next pass instead of dropping it.
+//! the chunk to the next pass instead of dropping it. A revision in shadow
+//! then decides the same batch off the pass (see `shadow`).
 
 use super::{Worker, WorkerError};
 use crate::policy::types as t;
 use crate::policy::PolicyRuntime;
 
 /// Decisions per sandbox call at most, whatever their size.
-const DECIDE_CHUNK: usize = 256;
+pub(super) const DECIDE_CHUNK: usize = 256;
 
 /// What became of one decision input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +29,7 @@ impl Worker {
         &self,
         inputs: Vec<t::DecisionInput>,
     ) -> Result<Vec<Verdict>, WorkerError> {
-        let verdicts = self
+        let (verdicts, inputs) = self
             .policy
             .run(move |policy| {
                 let cap = policy.limits().max_text_bytes;
@@ -36,9 +37,10 @@ impl Worker {
                 for chunk in chunks(&inputs, cap, DECIDE_CHUNK) {
                     decide_isolating(policy, chunk, &mut out);
                 }
-                out
+                (out, inputs)
             })
             .await?;
+        self.shadow(inputs, &verdicts);
         Ok(verdicts)
     }
 }
@@ -51,7 +53,7 @@ fn input_bytes(input: &t::DecisionInput) -> usize {
 /// Consecutive slices of `inputs`, each within `max_bytes` (an input larger
 /// than that alone gets a slice of its own, and fails alone) and at most
 /// `max_count` long.
-fn chunks(
+pub(super) fn chunks(
     inputs: &[t::DecisionInput],
     max_bytes: usize,
     max_count: usize,
