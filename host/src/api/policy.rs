@@ -1,11 +1,13 @@
 //! The policy routes: what runs (runtime scope), and the changes to it
-//! (admin scope: upload, roll back), all through [`PolicyDeployment`], the
-//! one way a revision is deployed.
+//! (admin scope: upload, in shadow or active; promote or drop the shadow;
+//! roll back), all through [`PolicyDeployment`], the one way a revision is
+//! deployed.
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Query, State};
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
@@ -14,12 +16,32 @@ use super::AppState;
 use crate::deploy::{DeployError, PolicyDeployment};
 use crate::policy::PolicyHandle;
 
-/// The active revision and the runtime's counters.
+/// The active revision and the runtime's counters, and the shadow revision
+/// (or `null`) with its disagreements: recorded in the database by every
+/// replica, and this process's counters.
 pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let described = PolicyHandle::from(&state.policy)
-        .describe()
+    let policy = PolicyHandle::from(&state.policy);
+    let described = policy.describe().await.map_err(task_failed)?;
+    let shadow = policy
+        .run(|runtime| runtime.shadow_describe())
         .await
         .map_err(task_failed)?;
+    let shadow = match shadow {
+        None => Value::Null,
+        Some((revision, info)) => {
+            let recorded = state.store.count_disagreements(&revision.0).await?;
+            let stats = state.policy.shadow().stats();
+            json!({
+                "revision": revision.0,
+                "policy": info.ok(),
+                "disagreements": recorded,
+                "decisions": stats.decisions,
+                "disagreements_here": stats.disagreements,
+                "skipped_batches": stats.skipped_batches,
+                "failures": stats.failures,
+            })
+        }
+    };
     let stats = state.policy.stats();
     Ok(Json(json!({
         "revision": described.revision.0,
@@ -29,16 +51,37 @@ pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Va
         "swaps": stats.swaps,
         "rejected_candidates": stats.rejected_candidates,
         "fallbacks": stats.fallbacks,
+        "shadow": shadow,
     })))
+}
+
+/// Where an upload goes: `?mode=active` (the default) or `?mode=shadow`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UploadQuery {
+    #[serde(default)]
+    mode: UploadMode,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum UploadMode {
+    #[default]
+    Active,
+    Shadow,
 }
 
 /// Deploys an uploaded component: vetted and swapped in here, then saved
 /// and made active in the database, so every replica converges on it (the
-/// same path a changed `--policy` file takes; see [`crate::deploy`]).
+/// same path a changed `--policy` file takes; see [`crate::deploy`]). With
+/// `?mode=shadow` it is vetted the same way but put in shadow instead: it
+/// decides beside the active revision, and nothing it decides acts.
 pub(super) async fn upload_policy(
     State(state): State<AppState>,
+    query: Result<Query<UploadQuery>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let bytes = state.caps.policy.take(body)?;
     if bytes.is_empty() {
         return Err(ApiError::BadRequest(
@@ -46,11 +89,35 @@ pub(super) async fn upload_policy(
         ));
     }
     let deployment = PolicyDeployment::new(state.policy, state.store, state.clock);
-    let (revision, info) = deployment
-        .upload(bytes.to_vec())
-        .await
-        .map_err(deploy_error)?;
-    Ok(Json(json!({ "revision": revision.0, "policy": info })))
+    let (revision, info) = match query.mode {
+        UploadMode::Active => deployment.upload(bytes.to_vec()).await,
+        UploadMode::Shadow => deployment.upload_shadow(bytes.to_vec()).await,
+    }
+    .map_err(deploy_error)?;
+    let mode = match query.mode {
+        UploadMode::Active => "active",
+        UploadMode::Shadow => "shadow",
+    };
+    Ok(Json(
+        json!({ "revision": revision.0, "policy": info, "mode": mode }),
+    ))
+}
+
+/// Makes the shadow the active revision through the normal activation (so
+/// a rollback undoes it) and clears the shadow (see
+/// [`PolicyDeployment::promote_shadow`]).
+pub(super) async fn promote_shadow(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let deployment = PolicyDeployment::new(state.policy, state.store, state.clock);
+    let (from, to) = deployment.promote_shadow().await.map_err(deploy_error)?;
+    Ok(Json(json!({ "from": from.0, "revision": to.0 })))
+}
+
+/// Takes the shadow out of service everywhere; its recorded disagreements
+/// are kept.
+pub(super) async fn drop_shadow(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let deployment = PolicyDeployment::new(state.policy, state.store, state.clock);
+    let dropped = deployment.drop_shadow().await.map_err(deploy_error)?;
+    Ok(Json(json!({ "dropped": dropped })))
 }
 
 /// Returns to the previously active revision in one call: the operator's
