@@ -14,7 +14,7 @@ use nomos_continue::deploy::PolicyDeployment;
 use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime, Revision, ShadowStats};
 use nomos_continue::store::Store;
-use nomos_continue::worker::{Worker, WorkerConfig};
+use nomos_continue::worker::{Worker, WorkerConfig, MAX_RECORDED_PER_BATCH};
 use nomos_continue_tests::policies::variant;
 use uuid::Uuid;
 
@@ -24,6 +24,7 @@ nomos_continue_tests::on_both_stores!(
     a_shadow_that_decides_otherwise_is_recorded_while_the_active_acts,
     a_failing_shadow_leaves_the_active_path_alone,
     a_busy_shadow_slot_skips_the_batch_and_counts_it,
+    a_batch_records_a_bounded_number_of_disagreements_and_counts_them_all,
     every_replica_converges_on_the_database_shadow
 );
 
@@ -195,6 +196,34 @@ async fn a_busy_shadow_slot_skips_the_batch_and_counts_it(store: Store) {
             .expect("count"),
         0
     );
+}
+
+/// A shadow that disagrees with a whole large batch costs one bounded
+/// write: every difference is counted, at most
+/// [`MAX_RECORDED_PER_BATCH`] are recorded.
+async fn a_batch_records_a_bounded_number_of_disagreements_and_counts_them_all(store: Store) {
+    let (rig, worker, runtime) = shadow_rig(store, |_| {});
+    let (shadow, _) = runtime
+        .set_shadow(&contrary())
+        .expect("contrary passes vetting");
+    let n = MAX_RECORDED_PER_BATCH + 8;
+    let ids: Vec<Uuid> = (0..n).map(|_| Uuid::new_v4()).collect();
+    rig.approve().await;
+    rig.link(&ids).await;
+    for id in &ids {
+        rig.report(*id, "failed", "boom").await;
+    }
+    let tick = worker.run_once().await.expect("pass");
+    assert_eq!(tick.deliver.delivered, 1, "{tick:?}");
+    runtime.shadow().idle().await;
+    let stats = runtime.shadow().stats();
+    assert_eq!((stats.decisions, stats.disagreements), (n as u64, n as u64));
+    let recorded = rig
+        .store
+        .count_disagreements(&shadow.0)
+        .await
+        .expect("count");
+    assert_eq!(recorded, MAX_RECORDED_PER_BATCH as i64);
 }
 
 /// The database names the shadow for every replica: another replica's
