@@ -36,6 +36,10 @@
 //! the key may have stored it). The built-in policy is part of the binary,
 //! which is signed off with it, and needs none.
 //!
+//! A candidate can also run in shadow beside the active revision, shared
+//! through the database the same way (see `shadow`), and verified the same
+//! way.
+//!
 //! Why a module of its own: the sandbox (`policy`) knows components, not the
 //! database; the store knows rows, not components. This is where the two
 //! meet.
@@ -52,6 +56,8 @@ use crate::policy::types::PolicyInfo;
 use crate::policy::{PolicyError, PolicyHandle, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
 use crate::signing::{self, Keyring, Signature, SignatureError};
 use crate::store::{Store, StoreError};
+
+mod shadow;
 
 /// Why an upload did not become the active revision everywhere.
 #[derive(Debug, thiserror::Error)]
@@ -75,11 +81,15 @@ pub enum DeployError {
     /// database, or no other revision was ever activated.
     #[error("no previous policy revision to roll back to")]
     NothingToRollBack,
-    /// Another activation landed while a rollback was being prepared; the
-    /// rollback changed nothing in the database (this replica converges on
-    /// the database's revision at its next poll).
-    #[error("the active policy revision changed during the rollback; nothing was rolled back")]
+    /// Another activation (or shadow change) landed while a rollback or a
+    /// promotion was being prepared; it changed nothing in the database
+    /// (this replica converges on the database's revisions at its next
+    /// poll).
+    #[error("the policy revision changed meanwhile; nothing was changed")]
     Raced,
+    /// A promotion with no revision in shadow in the database.
+    #[error("no policy revision is in shadow")]
+    NoShadow,
 }
 
 /// What one look of a watcher found.
@@ -315,6 +325,7 @@ impl PolicyDeployment {
             deployment: self.clone(),
             interval,
             last_rejected: None,
+            shadow_rejected: None,
         }
     }
 
@@ -437,11 +448,30 @@ pub struct DbPolicyWatcher {
     /// The active revision (and its recorded signature) this host refused,
     /// so it is reported once; a signature recorded since is looked at again.
     last_rejected: Option<(String, Option<String>)>,
+    /// The same for the shadow revision.
+    shadow_rejected: Option<(String, Option<String>)>,
 }
 
 impl DbPolicyWatcher {
-    /// Looks at the database once.
+    /// Looks at the database once: converges on its active revision (what
+    /// is answered), then on its shadow (logged).
     pub async fn run_once(&mut self) -> WatchOutcome {
+        let active = self.converge_active().await;
+        match self
+            .deployment
+            .converge_shadow(&mut self.shadow_rejected)
+            .await
+        {
+            WatchOutcome::Activated(revision) => {
+                tracing::info!(revision = %revision.short(), "policy shadow set from the database");
+            }
+            WatchOutcome::Failed(why) => tracing::warn!("policy watcher: {why}"),
+            WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => {}
+        }
+        active
+    }
+
+    async fn converge_active(&mut self) -> WatchOutcome {
         let active = match self.deployment.store.active_policy().await {
             Ok(Some(active)) => active,
             Ok(None) => return WatchOutcome::Unchanged,

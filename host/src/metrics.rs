@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::policy::PolicyStats;
+use crate::policy::{PolicyStats, ShadowStats};
 
 /// Upper bounds of the pickup-latency buckets, in seconds.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -238,4 +238,39 @@ pub fn render_backlog(finished: i64, oldest_age: Option<chrono::Duration>) -> St
          # TYPE nomos_continue_backlog_oldest_age_seconds gauge\n\
          nomos_continue_backlog_oldest_age_seconds {age}\n"
     )
+}
+
+/// The shadow revision's counters (see `policy::shadow`), apart from the
+/// active policy's so a shadow's failures never read as the active one's.
+pub fn render_shadow(shadow: &ShadowStats) -> String {
+    let counters = [
+        (
+            "nomos_continue_policy_shadow_decisions_total",
+            "Decisions the shadow policy took and compared with the active one.",
+            shadow.decisions,
+        ),
+        (
+            "nomos_continue_policy_shadow_disagreements_total",
+            "Decisions the shadow policy took differently from the active one.",
+            shadow.disagreements,
+        ),
+        (
+            "nomos_continue_policy_shadow_skipped_batches_total",
+            "Batches the shadow policy skipped because its slot was busy.",
+            shadow.skipped_batches,
+        ),
+        (
+            "nomos_continue_policy_shadow_failures_total",
+            "Shadow policy calls that failed, or whose disagreements were not recorded.",
+            shadow.failures,
+        ),
+    ];
+    let mut out = String::new();
+    for (name, help, value) in counters {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+        );
+    }
+    out
 }

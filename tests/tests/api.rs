@@ -11,6 +11,8 @@ mod fuzz;
 mod scopes;
 #[path = "api/sessions.rs"]
 mod sessions;
+#[path = "api/shadow.rs"]
+mod shadow;
 
 use nomos_continue::api::MAX_POLICY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;

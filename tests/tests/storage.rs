@@ -16,3 +16,5 @@ mod store_batch;
 mod store_conformance;
 #[path = "store_plan_set.rs"]
 mod store_plan_set;
+#[path = "store_shadow.rs"]
+mod store_shadow;

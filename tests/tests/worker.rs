@@ -19,6 +19,8 @@ mod promises;
 mod races;
 #[path = "worker/served.rs"]
 mod served;
+#[path = "worker/shadow.rs"]
+mod shadow;
 #[path = "worker/starvation.rs"]
 mod starvation;
 #[path = "worker/wake.rs"]

@@ -4,7 +4,7 @@
 //! process holds: it reports tool results, statuses, approvals and turns,
 //! and reads. The admin token (`serve --admin-token`) is the only one that
 //! may change *which code decides* when an agent is re-invoked (upload,
-//! roll back): an agent holding SSH tools is re-invoked on that code's
+//! shadow, promotion, roll back): an agent holding SSH tools is re-invoked on that code's
 //! word, so a leaked runtime credential must not be enough to replace it.
 //!
 //! | configured | runtime routes | admin routes |

@@ -9,9 +9,11 @@
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
 //! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions.rs`) | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key | runtime |
-//! | `GET /v1/policy` | the active revision and the runtime's counters | runtime |
-//! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
+//! | `GET /v1/policy` | the active revision and the runtime's counters; the shadow revision and its disagreements | runtime |
+//! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); `?mode=shadow`: validate and put it in shadow instead; its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
 //! | `POST /v1/policy/rollback` | return to the previously active revision | admin |
+//! | `POST /v1/policy/shadow/promote` | make the shadow the active revision (logged: a rollback undoes it) | admin |
+//! | `DELETE /v1/policy/shadow` | take the shadow out of service | admin |
 //! | `GET /metrics` | Prometheus text | runtime |
 //! | `GET /healthz` | liveness | none |
 //!
@@ -32,7 +34,7 @@ mod sessions;
 use std::sync::Arc;
 
 use axum::middleware;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 use tokio::sync::Notify;
 
@@ -106,6 +108,8 @@ pub fn router(state: AppState) -> Router {
             put(policy::upload_policy).layer(caps.policy.layer()),
         )
         .route("/v1/policy/rollback", post(policy::rollback_policy))
+        .route("/v1/policy/shadow/promote", post(policy::promote_shadow))
+        .route("/v1/policy/shadow", delete(policy::drop_shadow))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), Scope::Admin),
             auth::scoped,

@@ -1,12 +1,14 @@
 //! The policy routes: what runs (runtime scope), and the changes to it
-//! (admin scope: upload, roll back), all through [`PolicyDeployment`], the
-//! one way a revision is deployed.
+//! (admin scope: upload, in shadow or active; promote or drop the shadow;
+//! roll back), all through [`PolicyDeployment`], the one way a revision is
+//! deployed.
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
@@ -21,12 +23,32 @@ use crate::policy::PolicyHandle;
 /// under the same size cap as before.
 pub const SIGNATURE_HEADER: &str = "nomos-policy-signature";
 
-/// The active revision and the runtime's counters.
+/// The active revision and the runtime's counters, and the shadow revision
+/// (or `null`) with its disagreements: recorded in the database by every
+/// replica, and this process's counters.
 pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let described = PolicyHandle::from(&state.policy)
-        .describe()
+    let policy = PolicyHandle::from(&state.policy);
+    let described = policy.describe().await.map_err(task_failed)?;
+    let shadow = policy
+        .run(|runtime| runtime.shadow_describe())
         .await
         .map_err(task_failed)?;
+    let shadow = match shadow {
+        None => Value::Null,
+        Some((revision, info)) => {
+            let recorded = state.store.count_disagreements(&revision.0).await?;
+            let stats = state.policy.shadow().stats();
+            json!({
+                "revision": revision.0,
+                "policy": info.ok(),
+                "disagreements": recorded,
+                "decisions": stats.decisions,
+                "disagreements_here": stats.disagreements,
+                "skipped_batches": stats.skipped_batches,
+                "failures": stats.failures,
+            })
+        }
+    };
     let stats = state.policy.stats();
     Ok(Json(json!({
         "revision": described.revision.0,
@@ -36,19 +58,41 @@ pub(super) async fn policy_info(State(state): State<AppState>) -> Result<Json<Va
         "swaps": stats.swaps,
         "rejected_candidates": stats.rejected_candidates,
         "fallbacks": stats.fallbacks,
+        "shadow": shadow,
     })))
+}
+
+/// Where an upload goes: `?mode=active` (the default) or `?mode=shadow`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UploadQuery {
+    #[serde(default)]
+    mode: UploadMode,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum UploadMode {
+    #[default]
+    Active,
+    Shadow,
 }
 
 /// Deploys an uploaded component: vetted and swapped in here, then saved
 /// and made active in the database, so every replica converges on it (the
 /// same path a changed `--policy` file takes; see [`crate::deploy`]). Its
 /// signature, if any, is the [`SIGNATURE_HEADER`]; with a verify key
-/// configured, a missing or bad one is a 422 naming why.
+/// configured, a missing or bad one is a 422 naming why. With
+/// `?mode=shadow` it is verified and vetted the same way but put in shadow
+/// instead: it decides beside the active revision, and nothing it decides
+/// acts.
 pub(super) async fn upload_policy(
     State(state): State<AppState>,
     headers: HeaderMap,
+    query: Result<Query<UploadQuery>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let bytes = state.caps.policy.take(body)?;
     if bytes.is_empty() {
         return Err(ApiError::BadRequest(
@@ -61,12 +105,38 @@ pub(super) async fn upload_policy(
         })?),
         None => None,
     };
-    let (revision, info) = state
+    let deployment = &state.deployment;
+    let (revision, info) = match query.mode {
+        UploadMode::Active => deployment.upload(bytes.to_vec(), signature).await,
+        UploadMode::Shadow => deployment.upload_shadow(bytes.to_vec(), signature).await,
+    }
+    .map_err(deploy_error)?;
+    let mode = match query.mode {
+        UploadMode::Active => "active",
+        UploadMode::Shadow => "shadow",
+    };
+    Ok(Json(
+        json!({ "revision": revision.0, "policy": info, "mode": mode }),
+    ))
+}
+
+/// Makes the shadow the active revision through the normal activation (so
+/// a rollback undoes it) and clears the shadow (see
+/// [`PolicyDeployment::promote_shadow`]); verified like any activation.
+pub(super) async fn promote_shadow(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let (from, to) = state
         .deployment
-        .upload(bytes.to_vec(), signature)
+        .promote_shadow()
         .await
         .map_err(deploy_error)?;
-    Ok(Json(json!({ "revision": revision.0, "policy": info })))
+    Ok(Json(json!({ "from": from.0, "revision": to.0 })))
+}
+
+/// Takes the shadow out of service everywhere; its recorded disagreements
+/// are kept.
+pub(super) async fn drop_shadow(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let dropped = state.deployment.drop_shadow().await.map_err(deploy_error)?;
+    Ok(Json(json!({ "dropped": dropped })))
 }
 
 /// Returns to the previously active revision in one call: the operator's
@@ -85,7 +155,7 @@ fn deploy_error(e: DeployError) -> ApiError {
         DeployError::Signature(e) => ApiError::PolicyRejected(vec![e.to_string()]),
         DeployError::Store(e) => e.into(),
         DeployError::Task(why) => ApiError::PolicyUnavailable(why),
-        e @ (DeployError::NothingToRollBack | DeployError::Raced) => {
+        e @ (DeployError::NothingToRollBack | DeployError::Raced | DeployError::NoShadow) => {
             ApiError::Conflict(e.to_string())
         }
     }

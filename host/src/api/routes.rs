@@ -15,7 +15,7 @@ use super::error::{parse_id, parse_json, storable, ApiError};
 use super::limits::{cap_text, max_result_bytes, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 use super::AppState;
 use crate::classes::{ClassError, StatusClasses};
-use crate::metrics::render_backlog;
+use crate::metrics::{render_backlog, render_shadow};
 use crate::policy::types::null_as_empty;
 use crate::policy::{PolicyFailure, PolicyHandle, PolicyTaskFailed};
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
@@ -227,6 +227,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
     let mut text = state
         .metrics
         .render(&state.policy.stats(), &state.policy.active_revision().0);
+    text.push_str(&render_shadow(&state.policy.shadow().stats()));
     match state.store.backlog().await {
         Ok(backlog) => {
             let age = backlog.oldest_finished_at.map(|at| state.clock.now() - at);

@@ -19,6 +19,8 @@
 //!   the host's limits.
 //! - `vet`: the checks a candidate passes before activation.
 //! - `runtime`: the active revision, atomic swaps, fall-back on failures.
+//! - `shadow`: a candidate deciding beside the active revision, in a slot
+//!   and with counters of its own.
 //! - `handle`: the runtime for async callers, each call on the blocking
 //!   pool.
 //! - `golden`: golden-case files, shared by tests and `policy test`.
@@ -36,6 +38,7 @@ pub mod golden;
 mod handle;
 mod runtime;
 mod sandbox;
+mod shadow;
 pub mod types;
 mod vet;
 pub mod watch;
@@ -45,6 +48,7 @@ pub use eval::PolicyFailure;
 pub use handle::{PolicyHandle, PolicyTaskFailed};
 pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
 pub use sandbox::Limits;
+pub use shadow::{ShadowPermit, ShadowPolicy, ShadowStats};
 pub use vet::Vetting;
 
 /// The default policy, built from `guest/` by the build script.

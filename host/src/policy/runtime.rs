@@ -14,6 +14,7 @@ use super::cache::CompiledRevisions;
 use super::compiled::{CompiledPolicy, Revision};
 use super::eval::{self, PolicyFailure};
 use super::sandbox::{Limits, Sandbox};
+use super::shadow::ShadowPolicy;
 use super::types as t;
 use super::vet::{self, Vetting};
 use super::{PolicyError, BUILTIN_POLICY_WASM};
@@ -78,6 +79,8 @@ pub struct PolicyRuntime {
     /// Revisions the runtime fell back from: re-activating one needs a new
     /// build, or a database row pointing at it would swap it straight back.
     quarantined: Mutex<Vec<Revision>>,
+    /// A candidate deciding beside the active revision (see `shadow`).
+    shadow: ShadowPolicy,
 }
 
 impl PolicyRuntime {
@@ -118,6 +121,7 @@ impl PolicyRuntime {
             consecutive_faults: AtomicU32::new(0),
             counters: Counters::default(),
             quarantined: Mutex::new(Vec::new()),
+            shadow: ShadowPolicy::default(),
         })
     }
 
@@ -134,6 +138,15 @@ impl PolicyRuntime {
     /// The limits every call runs under.
     pub fn limits(&self) -> &Limits {
         &self.sandbox.limits
+    }
+
+    /// The revision in shadow, its slot and its counters.
+    pub fn shadow(&self) -> &ShadowPolicy {
+        &self.shadow
+    }
+
+    pub(super) fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// The active revision.
@@ -194,7 +207,7 @@ impl PolicyRuntime {
     }
 
     /// The compiled revision (compiled now if it is not kept), vetted.
-    fn compile_and_vet(
+    pub(super) fn compile_and_vet(
         &self,
         revision: &Revision,
         bytes: &[u8],

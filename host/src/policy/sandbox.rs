@@ -278,11 +278,18 @@ fn thread_cpu_time() -> Option<Duration> {
     None
 }
 
+/// Sandboxes the shadow revision may hold at once (see `shadow`).
+const SHADOW_SANDBOXES: u32 = 1;
+
 /// The pooling allocator sized from the limits: every slot a sandbox may
 /// need is reserved once, so instantiation takes slots instead of mapping
 /// memory.
+///
+/// One sandbox more than `max_concurrent` is reserved for the shadow
+/// revision (which runs one call at a time), so a shadow never takes a slot
+/// the active path counts on.
 fn pool(limits: &Limits) -> PoolingAllocationConfig {
-    let sandboxes = limits.max_concurrent;
+    let sandboxes = limits.max_concurrent.saturating_add(SHADOW_SANDBOXES);
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(sandboxes)
         .total_core_instances(sandboxes.saturating_mul(limits.core_instances_per_sandbox))

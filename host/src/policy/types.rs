@@ -11,9 +11,10 @@
 //! into `wasmtime run policy.wasm decide`: snake_case keys, RFC 3339 times,
 //! unknown keys refused (a typo must be an error, not a silent default).
 //! The host reads decision inputs and writes answers; it also writes the
-//! inputs it decided on, in the same form, to the decision log (so a
-//! recorded input is a golden case as it stands), and reads them back to
-//! replay them. Answers are only written. Field order is part of the
+//! inputs it decided on, in the same form, to the decision log, and those
+//! a shadow revision decided differently on (so a recorded input is a golden
+//! case as it stands), and reads them back to replay them. Answers are only
+//! written. Field order is part of the
 //! form too: serde lists the expected fields in declaration order in its
 //! errors, and golden `.err` files pin those lines.
 
@@ -25,8 +26,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// nanoseconds since the Unix epoch, UTC. Ordered by time. Read from JSON
 /// as RFC 3339 with any offset.
 ///
-/// Every conversion between this and `chrono` is in the two impls
-/// below, so changing the host's clock type touches only them.
+/// Every conversion between this and `chrono` is in the impls below, so
+/// changing the host's clock type touches only them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(try_from = "String")]
 pub struct Timestamp {
@@ -46,7 +47,8 @@ impl From<DateTime<Utc>> for Timestamp {
 }
 
 /// Written as RFC 3339 in UTC, with a fraction only when there is one, as
-/// golden files write it, so a logged input reads back to the same value.
+/// golden files write it, so an input the host records (in the decision
+/// log, or a shadow's disagreement) reads back to the same value.
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let at = DateTime::<Utc>::from_timestamp(self.seconds, self.nanoseconds)

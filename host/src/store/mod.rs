@@ -73,7 +73,9 @@ mod overview;
 mod plan;
 pub use plan::FreshClaim;
 mod policies;
+mod shadow;
 pub use overview::{Backlog, Overview};
+pub use shadow::Disagreement;
 mod summary;
 pub use summary::{
     check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,

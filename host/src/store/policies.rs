@@ -162,7 +162,7 @@ fn active_policy<R: RowExt>(r: &R) -> Result<ActivePolicy> {
 }
 
 /// Activates a saved revision inside `tx` and appends it to the log.
-async fn activate_in(tx: &mut Tx<'_>, hash: &str, now: DateTime<Utc>) -> Result<()> {
+pub(super) async fn activate_in(tx: &mut Tx<'_>, hash: &str, now: DateTime<Utc>) -> Result<()> {
     // The share lock (PostgreSQL) keeps the revision from going away
     // before the commit; SQLite's write lock already does.
     let known = query(format!(

@@ -2,14 +2,15 @@
 //! its own execution (P5): decisions go in chunks sized by bytes under the
 //! policy's input cap, a chunk the policy fails on is split until the input
 //! that fails is isolated, and a shortage (every sandbox slot busy) defers
-//! the chunk to the next pass instead of dropping it.
+//! the chunk to the next pass instead of dropping it. A revision in shadow
+//! then decides the same batch off the pass (see `shadow`).
 
 use super::{Worker, WorkerError};
 use crate::policy::types as t;
 use crate::policy::PolicyRuntime;
 
 /// Decisions per sandbox call at most, whatever their size.
-const DECIDE_CHUNK: usize = 256;
+pub(super) const DECIDE_CHUNK: usize = 256;
 
 /// What became of one decision input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,10 +29,11 @@ impl Worker {
         &self,
         inputs: Vec<t::DecisionInput>,
     ) -> Result<Vec<Verdict>, WorkerError> {
-        let verdicts = self
+        let (verdicts, inputs) = self
             .policy
-            .run(move |policy| decide_chunked(policy, &inputs))
+            .run(move |policy| (decide_chunked(policy, &inputs), inputs))
             .await?;
+        self.shadow(inputs, &verdicts);
         Ok(verdicts)
     }
 }
@@ -57,7 +59,7 @@ fn input_bytes(input: &t::DecisionInput) -> usize {
 /// Consecutive slices of `inputs`, each within `max_bytes` (an input larger
 /// than that alone gets a slice of its own, and fails alone) and at most
 /// `max_count` long.
-fn chunks(
+pub(super) fn chunks(
     inputs: &[t::DecisionInput],
     max_bytes: usize,
     max_count: usize,

@@ -33,6 +33,7 @@ mod plan;
 mod ready;
 mod record;
 mod rescuer;
+mod shadow;
 mod wake;
 
 use std::collections::HashSet;
@@ -56,6 +57,7 @@ pub use fold::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
 pub(crate) use journal::logged_verdict;
 pub use plan::PlanReport;
 pub use rescuer::Rescuer;
+pub use shadow::MAX_RECORDED_PER_BATCH;
 pub use wake::spawn_pg_listener;
 
 /// Why a worker pass failed. The pass is retried on the next wake-up or

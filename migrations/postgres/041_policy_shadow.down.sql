@@ -1,0 +1,3 @@
+-- Reverses 041.
+DROP TABLE IF EXISTS nomos_policy_disagreements;
+DROP TABLE IF EXISTS nomos_policy_shadow;
