@@ -48,7 +48,12 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         std::env::var("PATH").unwrap_or_default()
     );
     let work = tempfile::tempdir()?;
-    let script = format!("set -euo pipefail\n{}", blocks.join("\n"));
+    // A block that fails must not leave a `serve` it started behind (it
+    // would hold the port for the next run): stop the script's jobs on exit.
+    let script = format!(
+        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n{}",
+        blocks.join("\n")
+    );
     let output = Command::new("bash")
         .arg("-c")
         .arg(&script)
@@ -91,8 +96,40 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         "the rollback did not return to the built-in policy:\n{stdout}"
     );
     ensure!(
-        stdout.matches(r#""from":"#).count() == 2,
-        "two rollbacks expected:\n{stdout}"
+        stdout.matches(r#""from":"#).count() == 3,
+        "two rollbacks and a promotion expected:\n{stdout}"
+    );
+    // Section 7: the candidate on recorded traffic, in shadow, promoted.
+    ensure!(
+        stdout.lines().any(|l| l == "replay exit 1"),
+        "the replay found no change:\n{stdout}"
+    );
+    ensure!(
+        stdout.contains("continue -> drop"),
+        "the cancelled execution did not flip:\n{stdout}"
+    );
+    let replayed = stdout
+        .lines()
+        .find(|l| l.starts_with("replayed "))
+        .context("no replay summary")?;
+    ensure!(
+        replayed.ends_with(" changed") && !replayed.ends_with(" 0 changed"),
+        "{replayed}"
+    );
+    ensure!(
+        stdout.contains(r#""mode":"shadow""#),
+        "the shadow upload did not take:\n{stdout}"
+    );
+    ensure!(
+        stdout.lines().any(
+            |l| l.starts_with("nomos_continue_policy_shadow_disagreements_total ")
+                && !l.ends_with(" 0")
+        ),
+        "the shadow disagreed nowhere:\n{stdout}"
+    );
+    ensure!(
+        stdout.contains("acme-cancelled-is-left"),
+        "the promotion did not take:\n{stdout}"
     );
     Ok(())
 }
