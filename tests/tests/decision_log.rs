@@ -15,6 +15,7 @@ nomos_continue_tests::on_both_stores!(
     recorded_decisions_read_back_in_order_and_filter,
     the_purge_deletes_by_age_in_batches,
     the_rescuer_purges_past_the_retention,
+    a_pass_of_many_decisions_is_recorded_whole,
 );
 
 fn t0() -> DateTime<Utc> {
@@ -143,4 +144,21 @@ async fn the_rescuer_purges_past_the_retention(store: Store) {
     assert!(metrics
         .render(&Default::default(), "r")
         .contains("nomos_continue_decisions_purged_total 5"));
+}
+
+/// More decisions than one SQLite statement carries (500 rows): all are
+/// recorded, in order.
+async fn a_pass_of_many_decisions_is_recorded_whole(store: Store) {
+    let s = Uuid::new_v4();
+    let many: Vec<NewDecision> = (0..1_201).map(|n| decision(s, n)).collect();
+    assert_eq!(
+        store.record_decisions(&many, t0()).await.expect("record"),
+        1_201
+    );
+    let read = store
+        .decisions(DecisionFilter::default(), 2_000)
+        .await
+        .expect("read");
+    let read: Vec<NewDecision> = read.into_iter().map(|d| d.decision).collect();
+    assert_eq!(read, many);
 }
