@@ -29,9 +29,14 @@ fn decision(session: Uuid, n: u32) -> NewDecision {
         revision: format!("rev-{n}"),
         input: format!(r#"{{"n":{n},"text":"é \" \\ ok"}}"#),
         output: r#"{"decision":"wait"}"#.into(),
-        action: if n % 2 == 0 { "continued" } else { "dropped" }.into(),
-        idempotency_key: (n % 2 == 0).then(|| format!("c-{n}")),
-        detail: (n % 2 == 1).then(|| "assent window closed".to_string()),
+        action: if n.is_multiple_of(2) {
+            "continued"
+        } else {
+            "dropped"
+        }
+        .into(),
+        idempotency_key: n.is_multiple_of(2).then(|| format!("c-{n}")),
+        detail: (!n.is_multiple_of(2)).then(|| "assent window closed".to_string()),
     }
 }
 

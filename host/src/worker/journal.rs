@@ -197,7 +197,7 @@ pub(super) fn redecided(
         })
     });
     let outputs: Vec<String> = match &evaluated.value {
-        Ok(decisions) => (decisions.iter()).map(|d| logged_answer(d)).collect(),
+        Ok(decisions) => (decisions.iter()).map(logged_answer).collect(),
         Err(f) => {
             let failed = codec::failure_line(&f.to_string());
             vec![failed; inputs.len()]
