@@ -184,17 +184,32 @@ impl PolicyDeployment {
         let (revision, info, bytes, before, before_info) = checked?;
         let now = self.clock.now();
         self.record_builtin(&before, before_info, now).await?;
+        self.save_signed(&revision, &bytes, &info, signed.as_ref(), now)
+            .await?;
+        self.store.activate_policy(&revision.0, now).await?;
+        self.classify_pending().await;
+        Ok((revision, info))
+    }
+
+    /// Saves a verified revision with its signature (if any), so every
+    /// replica, and a later rollback, can verify it again from the row.
+    async fn save_signed(
+        &self,
+        revision: &Revision,
+        bytes: &[u8],
+        info: &PolicyInfo,
+        signed: Option<&Signature>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), StoreError> {
         self.store
-            .save_policy_revision(&revision.0, &bytes, &info.name, &info.version, now)
+            .save_policy_revision(&revision.0, bytes, &info.name, &info.version, now)
             .await?;
         if let Some(signed) = signed {
             self.store
                 .record_policy_signature(&revision.0, &signed.key_id.0, &signed.to_line())
                 .await?;
         }
-        self.store.activate_policy(&revision.0, now).await?;
-        self.classify_pending().await;
-        Ok((revision, info))
+        Ok(())
     }
 
     /// Keeps this binary's built-in policy in the store by hash, without

@@ -31,14 +31,8 @@ impl PolicyDeployment {
             .map_err(|e| DeployError::Task(e.to_string()))?;
         let (revision, info) = checked?;
         let now = self.clock.now();
-        self.store
-            .save_policy_revision(&revision.0, &bytes, &info.name, &info.version, now)
+        self.save_signed(&revision, &bytes, &info, signed.as_ref(), now)
             .await?;
-        if let Some(signed) = signed {
-            self.store
-                .record_policy_signature(&revision.0, &signed.key_id.0, &signed.to_line())
-                .await?;
-        }
         self.store.set_policy_shadow(&revision.0, now).await?;
         Ok((revision, info))
     }
