@@ -191,6 +191,24 @@ impl PolicyDeployment {
         Ok((revision, info))
     }
 
+    /// A stored revision about to become active (a rollback's target, a
+    /// promoted shadow): its recorded signature verified and the component
+    /// vetted here without a swap, so a revision this replica refuses is
+    /// activated nowhere. Answers its revision and hands the bytes back.
+    async fn vet_stored(
+        &self,
+        wasm: Vec<u8>,
+        signature: Option<&str>,
+    ) -> Result<(Revision, Vec<u8>), DeployError> {
+        self.verify(&wasm, signature)?;
+        let (checked, wasm) = self
+            .policy
+            .run(move |runtime| (runtime.check(&wasm).map(|(revision, _)| revision), wasm))
+            .await
+            .map_err(|e| DeployError::Task(e.to_string()))?;
+        Ok((checked?, wasm))
+    }
+
     /// Saves a verified revision with its signature (if any), so every
     /// replica, and a later rollback, can verify it again from the row.
     async fn save_signed(
@@ -280,14 +298,9 @@ impl PolicyDeployment {
             .rollback_target()
             .await?
             .ok_or(DeployError::NothingToRollBack)?;
-        self.verify(&target.wasm, target.signature.as_deref())?;
-        let wasm = target.wasm;
-        let (checked, wasm) = self
-            .policy
-            .run(move |runtime| (runtime.check(&wasm).map(|(revision, _)| revision), wasm))
-            .await
-            .map_err(|e| DeployError::Task(e.to_string()))?;
-        let revision = checked?;
+        let (revision, wasm) = self
+            .vet_stored(target.wasm, target.signature.as_deref())
+            .await?;
         let replaced = self
             .store
             .replace_active_policy(&current, &revision.0, self.clock.now())

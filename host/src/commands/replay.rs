@@ -217,12 +217,13 @@ async fn replay_all(
     let mut tally = Tally::default();
     for_each_page(store, filter, |page| {
         let (inputs, readable) = parse_inputs(&page);
-        for d in page
-            .iter()
-            .filter(|d| !readable.iter().any(|r| r.id == d.id))
-        {
-            tally.changed += 1;
-            writeln!(out, "decision {}: its recorded input no longer reads", d.id)?;
+        let mut read = readable.iter().map(|d| d.id).peekable();
+        for d in &page {
+            // Both in id order: a decision not next in `readable` did not read.
+            if read.next_if_eq(&d.id).is_none() {
+                tally.changed += 1;
+                writeln!(out, "decision {}: its recorded input no longer reads", d.id)?;
+            }
         }
         let verdicts = decide_outside_async(candidate, &inputs);
         for (d, verdict) in readable.iter().zip(&verdicts) {

@@ -49,16 +49,9 @@ impl PolicyDeployment {
             .ok_or(DeployError::NoShadow)?;
         let before = self.policy.runtime().active_revision();
         let before_info = self.policy.describe().await.ok().and_then(|d| d.value.ok());
-        // Verified and vetted (not swapped) first: a revision this replica
-        // refuses is promoted nowhere.
-        self.verify(&shadow.wasm, shadow.signature.as_deref())?;
-        let wasm = shadow.wasm;
-        let (checked, wasm) = self
-            .policy
-            .run(move |runtime| (runtime.check(&wasm).map(|(revision, _)| revision), wasm))
-            .await
-            .map_err(|e| DeployError::Task(e.to_string()))?;
-        let revision = checked?;
+        let (revision, wasm) = self
+            .vet_stored(shadow.wasm, shadow.signature.as_deref())
+            .await?;
         let now = self.clock.now();
         self.record_builtin(&before, before_info, now).await?;
         if !self.store.promote_policy_shadow(&revision.0, now).await? {
