@@ -343,6 +343,7 @@ impl PolicyDeployment {
             path,
             interval,
             last_seen: None,
+            last_stat: None,
         }
     }
 
@@ -391,6 +392,12 @@ pub fn verify_revision(
     Ok(Some(signature))
 }
 
+/// How long after its modification a policy file's length and time are
+/// trusted to change with its contents: file times tick coarsely (a few
+/// milliseconds), so two writes of the same length inside one tick share
+/// a time.
+const RACY_MODIFICATION: Duration = Duration::from_secs(2);
+
 /// Uploads a policy file when its contents change (see the module docs).
 pub struct FileWatcher {
     deployment: PolicyDeployment,
@@ -401,18 +408,46 @@ pub struct FileWatcher {
     /// part of it so that signing a refused file (writing `FILE.sig` after
     /// the component) is seen as a change.
     last_seen: Option<(Revision, Option<String>)>,
+    /// The file's length and modification time when `last_seen` was read:
+    /// while they stay the same the file is not read and hashed again (an
+    /// interpreted policy is tens of MB, looked at every interval).
+    last_stat: Option<(u64, std::time::SystemTime)>,
 }
 
 impl FileWatcher {
+    /// Remembers what was read, and the file's stat it was read at.
+    fn mark_seen(
+        &mut self,
+        seen: (Revision, Option<String>),
+        stat: Option<(u64, std::time::SystemTime)>,
+    ) {
+        self.last_seen = Some(seen);
+        self.last_stat = stat;
+    }
+
     /// Looks at the file once.
     pub async fn run_once(&mut self) -> WatchOutcome {
-        let bytes = match tokio::fs::read(&self.path).await {
-            Ok(b) => b,
-            Err(e) => return WatchOutcome::Failed(format!("{}: {e}", self.path.display())),
-        };
+        let stat = tokio::fs::metadata(&self.path)
+            .await
+            .ok()
+            .and_then(|m| Some((m.len(), m.modified().ok()?)));
         let signature = match signing::read_signature_file(&self.path).await {
             Ok(signature) => signature,
             Err(e) => return WatchOutcome::Failed(e.to_string()),
+        };
+        if let (Some(stat), Some(last)) = (stat, &self.last_seen) {
+            if self.last_stat == Some(stat) && last.1 == signature {
+                return WatchOutcome::Unchanged;
+            }
+        }
+        // A file modified within the clock's granularity of the read could
+        // change again without its stat changing (as git's "racily clean"
+        // entries): such a stat is not trusted, and the next look reads it.
+        let stat = stat
+            .filter(|(_, modified)| modified.elapsed().is_ok_and(|age| age > RACY_MODIFICATION));
+        let bytes = match tokio::fs::read(&self.path).await {
+            Ok(b) => b,
+            Err(e) => return WatchOutcome::Failed(format!("{}: {e}", self.path.display())),
         };
         let revision = Revision::of(&bytes);
         let seen = (revision.clone(), signature.clone());
@@ -429,7 +464,7 @@ impl FileWatcher {
                     .map(|s| s.key_id.0);
                 match self.deployment.is_saved(&revision, signer.as_deref()).await {
                     Ok(true) => {
-                        self.last_seen = Some(seen);
+                        self.mark_seen(seen, stat);
                         return WatchOutcome::Unchanged;
                     }
                     Ok(false) => {}
@@ -439,17 +474,17 @@ impl FileWatcher {
         }
         match self.deployment.upload(bytes, signature.as_deref()).await {
             Ok((uploaded, _)) => {
-                self.last_seen = Some(seen);
+                self.mark_seen(seen, stat);
                 WatchOutcome::Activated(uploaded)
             }
             Err(DeployError::Rejected(e)) => {
                 tracing::error!(path = %self.path.display(), "policy file refused: {e}");
-                self.last_seen = Some(seen);
+                self.mark_seen(seen, stat);
                 WatchOutcome::Rejected(revision, e.reasons())
             }
             Err(DeployError::Signature(e)) => {
                 tracing::error!(path = %self.path.display(), "policy file refused: {e}");
-                self.last_seen = Some(seen);
+                self.mark_seen(seen, stat);
                 WatchOutcome::Rejected(revision, vec![e.to_string()])
             }
             // Not marked as seen: the upload is tried again at the next look.
@@ -500,18 +535,26 @@ impl DbPolicyWatcher {
     }
 
     async fn converge_active(&mut self) -> WatchOutcome {
+        // The head first: the bytes (tens of MB for an interpreted policy)
+        // are read only when the revision named is not the one running here.
+        let head = match self.deployment.store.active_policy_head().await {
+            Ok(Some(head)) => head,
+            Ok(None) => return WatchOutcome::Unchanged,
+            Err(e) => return WatchOutcome::Failed(format!("active policy: {e}")),
+        };
+        let policy = &self.deployment.policy;
+        let seen = (head.hash.clone(), head.signature.clone());
+        if head.hash == policy.runtime().active_revision().0
+            || self.last_rejected.as_ref() == Some(&seen)
+        {
+            return WatchOutcome::Unchanged;
+        }
         let active = match self.deployment.store.active_policy().await {
             Ok(Some(active)) => active,
             Ok(None) => return WatchOutcome::Unchanged,
             Err(e) => return WatchOutcome::Failed(format!("active policy: {e}")),
         };
-        let policy = &self.deployment.policy;
         let seen = (active.hash.clone(), active.signature.clone());
-        if active.hash == policy.runtime().active_revision().0
-            || self.last_rejected.as_ref() == Some(&seen)
-        {
-            return WatchOutcome::Unchanged;
-        }
         if let Err(e) = self
             .deployment
             .verify(&active.wasm, active.signature.as_deref())

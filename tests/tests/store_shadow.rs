@@ -50,11 +50,18 @@ async fn a_saved_revision_goes_in_shadow_and_out_again(store: Store) {
     let later = now() + Duration::minutes(1);
     store.set_policy_shadow(&b, later).await.expect("shadow b");
     let shadow = store.policy_shadow().await.expect("shadow").expect("set");
-    assert_eq!((shadow.hash, shadow.activated_at), (b, later));
+    assert_eq!((shadow.hash, shadow.activated_at), (b.clone(), later));
+    let head = store
+        .policy_shadow_head()
+        .await
+        .expect("head")
+        .expect("set");
+    assert_eq!((head.hash, head.signature), (b, None));
     assert_eq!(store.active_policy().await.expect("active"), None);
     assert!(store.clear_policy_shadow().await.expect("clear"));
     assert!(!store.clear_policy_shadow().await.expect("clear again"));
     assert_eq!(store.policy_shadow().await.expect("shadow"), None);
+    assert_eq!(store.policy_shadow_head().await.expect("head"), None);
 }
 
 async fn promoting_the_shadow_activates_it_and_logs_it(store: Store) {

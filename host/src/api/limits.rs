@@ -26,8 +26,12 @@ pub const MAX_STATUS_BYTES: usize = 1 << 10;
 pub const MAX_TURN_BYTES: usize = 1 << 20;
 /// Bodies with a few small fields (approvals, retries).
 const SMALL_BODY: usize = 16 << 10;
-/// Largest policy component accepted for upload.
-pub const MAX_POLICY_BYTES: usize = 16 << 20;
+/// Largest policy component accepted for upload. An interpreted policy
+/// carries its interpreter and a snapshot of its heap: a Python component
+/// (componentize-py) is about 40 MB, a JavaScript one about 10 MB. The body
+/// is held in memory once while it is compiled, and the database watcher
+/// reads it again only on a change of revision (it compares hashes).
+pub const MAX_POLICY_BYTES: usize = 128 << 20;
 
 /// One route's body cap.
 #[derive(Debug, Clone, Copy)]

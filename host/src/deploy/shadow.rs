@@ -89,8 +89,9 @@ impl PolicyDeployment {
         last_rejected: &mut Option<(String, Option<String>)>,
     ) -> WatchOutcome {
         let runtime = self.policy.runtime();
-        let shadow = match self.store.policy_shadow().await {
-            Ok(Some(shadow)) => shadow,
+        // The head first, as for the active revision: bytes only on a change.
+        let head = match self.store.policy_shadow_head().await {
+            Ok(Some(head)) => head,
             Ok(None) => {
                 if runtime.shadow().revision().is_some() {
                     runtime.clear_shadow();
@@ -101,12 +102,19 @@ impl PolicyDeployment {
             Err(e) => return WatchOutcome::Failed(format!("policy shadow: {e}")),
         };
         let here = runtime.shadow().revision();
-        let seen = (shadow.hash.clone(), shadow.signature.clone());
-        if here.as_ref().map(|r| r.0.as_str()) == Some(shadow.hash.as_str())
+        let seen = (head.hash.clone(), head.signature.clone());
+        if here.as_ref().map(|r| r.0.as_str()) == Some(head.hash.as_str())
             || last_rejected.as_ref() == Some(&seen)
         {
             return WatchOutcome::Unchanged;
         }
+        let shadow = match self.store.policy_shadow().await {
+            Ok(Some(shadow)) => shadow,
+            // Cleared since the head was read: the next look clears it here.
+            Ok(None) => return WatchOutcome::Unchanged,
+            Err(e) => return WatchOutcome::Failed(format!("policy shadow: {e}")),
+        };
+        let seen = (shadow.hash.clone(), shadow.signature.clone());
         if let Err(e) = self.verify(&shadow.wasm, shadow.signature.as_deref()) {
             tracing::error!(revision = %shadow.hash, "database policy shadow refused: {e}");
             *last_rejected = Some(seen);

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::decode::RowExt;
 use super::dialect::{query, trunc, Tx};
-use super::types::{ActivePolicy, PolicyRevision};
+use super::types::{ActivePolicy, PolicyHead, PolicyRevision};
 use super::{Result, Store, StoreError};
 
 impl Store {
@@ -124,6 +124,15 @@ impl Store {
         row.map(|r| active_policy(&r)).transpose()
     }
 
+    /// The active revision's hash and signature, without its bytes; `None`
+    /// until one is activated.
+    pub async fn active_policy_head(&self) -> Result<Option<PolicyHead>> {
+        const SQL: &str = "SELECT r.hash, r.signature FROM nomos_policy_active a \
+             JOIN nomos_policy_revisions r ON r.hash = a.hash WHERE a.id = 1";
+        let row = query(SQL).fetch_optional(self).await?;
+        row.map(|r| policy_head(&r)).transpose()
+    }
+
     /// Every stored revision without its bytes, newest first (for the API
     /// and `policy` CLI).
     pub async fn policy_revisions(&self) -> Result<Vec<PolicyRevision>> {
@@ -157,6 +166,14 @@ fn active_policy<R: RowExt>(r: &R) -> Result<ActivePolicy> {
         name: r.text("name")?,
         version: r.text("version")?,
         activated_at: r.time("activated_at")?,
+        signature: r.opt_text("signature")?,
+    })
+}
+
+/// A revision's hash and signature, from a row of `hash, signature`.
+pub(super) fn policy_head<R: RowExt>(r: &R) -> Result<PolicyHead> {
+    Ok(PolicyHead {
+        hash: r.text("hash")?,
         signature: r.opt_text("signature")?,
     })
 }

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::decode::RowExt;
 use super::dialect::{query, trunc};
-use super::policies::activate_in;
-use super::types::ActivePolicy;
+use super::policies::{activate_in, policy_head};
+use super::types::{ActivePolicy, PolicyHead};
 use super::{Result, Store, StoreError};
 
 /// One decision on which the shadow and the active revision differed.
@@ -78,6 +78,14 @@ impl Store {
             activated_at: r.time("set_at")?,
             signature: r.opt_text("signature")?,
         }))
+    }
+
+    /// The revision in shadow, without its bytes; `None` when there is none.
+    pub async fn policy_shadow_head(&self) -> Result<Option<PolicyHead>> {
+        const SQL: &str = "SELECT r.hash, r.signature FROM nomos_policy_shadow s \
+             JOIN nomos_policy_revisions r ON r.hash = s.hash WHERE s.id = 1";
+        let row = query(SQL).fetch_optional(self).await?;
+        row.map(|r| policy_head(&r)).transpose()
     }
 
     /// Takes the shadow out of service; whether there was one.

@@ -363,6 +363,17 @@ pub struct ActivePolicy {
     pub signature: Option<String>,
 }
 
+/// Which revision is active (or in shadow), without its bytes: what the
+/// policy watcher reads on every look, so a replica reads a component of
+/// tens of MB only when the revision it runs is no longer the one named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyHead {
+    /// SHA-256 of the wasm, lowercase hex.
+    pub hash: String,
+    /// The signature line it was stored with.
+    pub signature: Option<String>,
+}
+
 /// What [`super::Store::upsert_execution_status`] did with a report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ReportOutcome {

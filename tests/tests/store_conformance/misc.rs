@@ -4,7 +4,7 @@ use std::str::FromStr;
 
 use chrono::Duration;
 use nomos_continue::policy::Revision;
-use nomos_continue::store::{parse_uuid, Role, Route, Store, StoreError, WAKE_CHANNEL};
+use nomos_continue::store::{parse_uuid, PolicyHead, Role, Route, Store, StoreError, WAKE_CHANNEL};
 use uuid::Uuid;
 
 use super::{at, planned, read_execution, ready_session, t0};
@@ -238,6 +238,7 @@ pub async fn policy_revisions_and_activation(store: Store) {
     let (a, b) = (b"policy a".to_vec(), b"policy b".to_vec());
     let (ha, hb) = (Revision::of(&a).0, Revision::of(&b).0);
     assert_eq!(store.active_policy().await.unwrap(), None);
+    assert_eq!(store.active_policy_head().await.unwrap(), None);
     assert!(matches!(
         store.activate_policy(&ha, t0()).await,
         Err(StoreError::UnknownPolicy(h)) if h == ha
@@ -272,9 +273,21 @@ pub async fn policy_revisions_and_activation(store: Store) {
         .save_policy_revision(&hb, &b, "p", "2", at(3))
         .await
         .unwrap());
+    assert_eq!(
+        store.active_policy_head().await.unwrap().map(|h| h.hash),
+        Some(ha.clone()),
+        "the head names the active revision without its bytes"
+    );
     store.activate_policy(&hb, at(4)).await.unwrap();
     let active = store.active_policy().await.unwrap().expect("active");
     assert_eq!((active.hash, active.version), (hb.clone(), "2".to_owned()));
+    assert_eq!(
+        store.active_policy_head().await.unwrap(),
+        Some(PolicyHead {
+            hash: hb.clone(),
+            signature: None
+        })
+    );
     let revs = store.policy_revisions().await.unwrap();
     assert_eq!(
         revs.iter().map(|r| r.hash.clone()).collect::<Vec<_>>(),
