@@ -15,10 +15,10 @@ use super::types as t;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyFailure {
     /// The call ran past its deadline and was interrupted.
-    #[error("policy ran past its {0} ms deadline")]
+    #[error("policy ran past its {0} ms CPU deadline (the host's limit; raise it with --policy-deadline-ms)")]
     Timeout(u128),
     /// The policy asked for more memory than its cap allows.
-    #[error("policy exhausted its memory cap of {0} bytes")]
+    #[error("policy exhausted its memory cap of {0} bytes (the host's limit; raise it with --policy-memory-mib)")]
     MemoryExhausted(usize),
     /// The policy trapped (a panic, `unreachable`, an out-of-bounds access).
     #[error("policy trapped: {0}")]
@@ -93,9 +93,18 @@ fn classify_error(
         Some(wasmtime::Trap::Interrupt) => {
             PolicyFailure::Timeout(sandbox.limits.deadline.as_millis())
         }
-        Some(trap) => PolicyFailure::Trap(trap_line(trap, e)),
+        Some(trap) => PolicyFailure::Trap(with_stderr(store, trap_line(trap, e))),
         None if instantiating => PolicyFailure::Instantiate(one_line(e)),
-        None => PolicyFailure::Trap(one_line(e)),
+        None => PolicyFailure::Trap(with_stderr(store, one_line(e))),
+    }
+}
+
+/// A trap's line with what the guest last wrote on stderr: an interpreted
+/// policy's exception is there, and a bare `unreachable` says nothing.
+fn with_stderr(store: &Store<HostState>, line: String) -> String {
+    match store.data().guest_stderr() {
+        Some(words) => format!("{line}; the policy wrote: {words}"),
+        None => line,
     }
 }
 

@@ -17,7 +17,11 @@
 //! - `cache`: compiled revisions kept by hash, so each compiles once.
 //! - `eval`: one call in a fresh instance, with the answer checked against
 //!   the host's limits.
+//! - `guest_output`: the bounded tail of a policy's stderr, for failure
+//!   reports.
 //! - `vet`: the checks a candidate passes before activation.
+//! - `profile`: what a revision costs per sandbox and per decision, for
+//!   `policy check`.
 //! - `runtime`: the active revision, atomic swaps, fall-back on failures.
 //! - `shadow`: a candidate deciding beside the active revision, in a slot
 //!   and with counters of its own.
@@ -35,7 +39,9 @@ mod compiled;
 mod convert;
 mod eval;
 pub mod golden;
+mod guest_output;
 mod handle;
+mod profile;
 mod runtime;
 mod sandbox;
 mod shadow;
@@ -46,6 +52,7 @@ pub mod watch;
 pub use compiled::{Revision, POLICY_EXPORT};
 pub use eval::PolicyFailure;
 pub use handle::{PolicyHandle, PolicyTaskFailed};
+pub use profile::{Profile, BATCH as PROFILE_BATCH};
 pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
 pub use sandbox::Limits;
 pub use shadow::{ShadowPermit, ShadowPolicy, ShadowStats};

@@ -2,19 +2,21 @@
 //! and epoch interruption, a WASI context that grants nothing, and a fresh
 //! [`Store`] per evaluation so no state survives from one batch to the next.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
-    Store, UpdateDeadline,
+    Cache, CacheConfig, Config, Enabled, Engine, InstanceAllocationStrategy,
+    PoolingAllocationConfig, ResourceLimiter, Store, UpdateDeadline,
 };
 use wasmtime_wasi::{
     Deterministic, HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView,
 };
 
+use super::guest_output::GuestOutput;
 use super::PolicyError;
 
 /// Bytes of each pooled memory and table kept resident between sandboxes.
@@ -60,35 +62,99 @@ pub struct Limits {
     /// before (a rollback, a swap back, an upload after its dry run) does
     /// not compile it again.
     pub compiled_revisions_kept: usize,
+    /// A directory where compiled machine code is kept across processes
+    /// (wasmtime's compile cache), keyed by the component's bytes and the
+    /// engine's settings: a revision compiled once by `policy check`, a
+    /// replica or an earlier run loads in milliseconds instead of compiling
+    /// for seconds (an interpreted policy: tens of seconds). The host runs
+    /// what it finds there, so the directory needs the protection the
+    /// binary has. `None`: every process compiles for itself.
+    pub compile_cache: Option<PathBuf>,
+}
+
+impl Limits {
+    /// The defaults, as a constant so the command-line flags that override
+    /// them show the same numbers in `--help`.
+    ///
+    /// The pool counts are sized for interpreted policies: a Python
+    /// component (componentize-py) holds about a dozen core instances and
+    /// several memories and tables, a JavaScript one (ComponentizeJS) a few.
+    /// Slots are reserved address space, not memory, so the headroom costs
+    /// nothing until a sandbox uses it.
+    pub const DEFAULT: Limits = Limits {
+        deadline: Duration::from_millis(50),
+        max_memory_bytes: 64 << 20,
+        max_text_bytes: 4 << 20,
+        max_note_bytes: 64 << 10,
+        max_reason_bytes: 4 << 10,
+        max_soul_bytes: 64 << 10,
+        max_ids: 64,
+        max_concurrent: 64,
+        core_instances_per_sandbox: 32,
+        memories_per_sandbox: 4,
+        tables_per_sandbox: 8,
+        max_table_elements: 100_000,
+        compiled_revisions_kept: 4,
+        compile_cache: None,
+    };
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            deadline: Duration::from_millis(50),
-            max_memory_bytes: 64 << 20,
-            max_text_bytes: 4 << 20,
-            max_note_bytes: 64 << 10,
-            max_reason_bytes: 4 << 10,
-            max_soul_bytes: 64 << 10,
-            max_ids: 64,
-            max_concurrent: 64,
-            core_instances_per_sandbox: 8,
-            memories_per_sandbox: 2,
-            tables_per_sandbox: 4,
-            max_table_elements: 100_000,
-            compiled_revisions_kept: 4,
+        Self::DEFAULT
+    }
+}
+
+/// A pool limit a component can exceed when it is compiled, found by the
+/// engine's own message, with the flag that raises it: an author who hits
+/// one learns what to pass, not just that something did not fit.
+const POOL_LIMITS: [(&str, &str, &str); 6] = [
+    (
+        "core module instances",
+        "core instances per sandbox",
+        "--policy-core-instances",
+    ),
+    (
+        "Wasm linear memories",
+        "linear memories per sandbox",
+        "--policy-memories",
+    ),
+    (
+        "tables, which exceeds",
+        "tables per sandbox",
+        "--policy-tables",
+    ),
+    (
+        "minimum element size",
+        "elements per table",
+        "--policy-table-elements",
+    ),
+    ("minimum page size", "linear memory", "--policy-memory-mib"),
+    ("minimum byte size", "linear memory", "--policy-memory-mib"),
+];
+
+/// `message` with the host limit it reports, and the flag that raises it,
+/// appended; unchanged if it reports none.
+pub(crate) fn name_the_limit(message: String) -> String {
+    match POOL_LIMITS
+        .iter()
+        .find(|(found, _, _)| message.contains(found))
+    {
+        Some((_, limit, flag)) => {
+            format!("{message} (the host's limit on {limit}; raise it with {flag})")
         }
+        None => message,
     }
 }
 
 /// What a policy's store holds: a WASI context with no capabilities (no
-/// files, environment, arguments, network or inherited stdio; frozen clocks)
-/// and the memory limiter.
+/// files, environment, arguments, network or inherited stdio; frozen clocks),
+/// the memory limiter, and the policy's stderr.
 pub(crate) struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     memory: MemoryCap,
+    stderr: GuestOutput,
 }
 
 impl HostState {
@@ -96,6 +162,12 @@ impl HostState {
     /// tells a memory bomb apart from any other trap.
     pub(crate) fn memory_denied(&self) -> bool {
         self.memory.denied
+    }
+
+    /// The last of what the policy wrote on stderr (an interpreter's
+    /// exception), on one line.
+    pub(crate) fn guest_stderr(&self) -> Option<String> {
+        self.stderr.last_words()
     }
 }
 
@@ -174,6 +246,14 @@ impl Sandbox {
             .wasm_component_model(true)
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool(&limits)));
+        if let Some(dir) = &limits.compile_cache {
+            let mut cache = CacheConfig::new();
+            cache.with_directory(dir);
+            let cache = Cache::new(cache).map_err(|e| {
+                PolicyError::Engine(format!("compile cache {}: {e:#}", dir.display()))
+            })?;
+            config.cache(Some(cache));
+        }
         let engine = Engine::new(&config).map_err(|e| PolicyError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
@@ -200,12 +280,14 @@ impl Sandbox {
             max_table_elements: self.limits.max_table_elements,
             denied: false,
         };
+        let stderr = GuestOutput::default();
         let mut store = Store::new(
             &self.engine,
             HostState {
-                wasi: wasi_context(),
+                wasi: wasi_context(stderr.clone()),
                 table: ResourceTable::new(),
                 memory,
+                stderr,
             },
         );
         store.limiter(|state| &mut state.memory);
@@ -322,9 +404,11 @@ fn pool(limits: &Limits) -> PoolingAllocationConfig {
 const RANDOM_SEED: &[u8; 32] = b"nomos-continue policy sandbox 01";
 
 /// A WASI context that grants nothing: no files, environment, arguments,
-/// network or inherited stdio; frozen clocks; fixed-seed randomness.
-fn wasi_context() -> WasiCtx {
+/// network or inherited stdio; frozen clocks; fixed-seed randomness. Its
+/// stderr is kept, bounded, for failure reports.
+fn wasi_context(stderr: GuestOutput) -> WasiCtx {
     WasiCtx::builder()
+        .stderr(stderr)
         .wall_clock(FrozenClock)
         .monotonic_clock(FrozenClock)
         .secure_random(Deterministic::new(RANDOM_SEED.to_vec()))
