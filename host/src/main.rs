@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use nomos_continue::commands::{self, replay::ReplayArgs, serve::ServeArgs, DbArgs};
+use nomos_continue::commands::{
+    self, replay::ReplayArgs, serve::ServeArgs, DbArgs, PolicyLimitArgs,
+};
 
 /// Auto-continuation for agent runtimes: re-invokes the agent when its
 /// asynchronous executions finish, while the operator's approval is open.
@@ -54,6 +56,8 @@ enum PolicyCmd {
     Check {
         /// The policy component (.wasm).
         wasm: PathBuf,
+        #[command(flatten)]
+        limits: PolicyLimitArgs,
     },
     /// Run golden cases (the tests/golden layout) against a policy.
     Test {
@@ -62,16 +66,26 @@ enum PolicyCmd {
         /// The golden directory.
         #[arg(default_value = "tests/golden")]
         golden_dir: PathBuf,
+        /// Judge `describe` by its contract alone: the policy names itself
+        /// (a policy in another language that keeps every other answer).
+        #[arg(long)]
+        own_describe: bool,
+        #[command(flatten)]
+        limits: PolicyLimitArgs,
     },
     /// Decide one execution: decision input JSON on stdin, decision JSON out.
     Decide {
         /// The policy component (.wasm).
         wasm: PathBuf,
+        #[command(flatten)]
+        limits: PolicyLimitArgs,
     },
     /// Extract execution ids from a tool result on stdin; JSON array out.
     Extract {
         /// The policy component (.wasm).
         wasm: PathBuf,
+        #[command(flatten)]
+        limits: PolicyLimitArgs,
     },
     /// Decide the recorded decisions again with a candidate policy and
     /// print each one that changes; exits 1 if any did.
@@ -91,6 +105,8 @@ enum PolicyCmd {
         /// it reproduces its own answers.
         #[arg(long, default_value_t = 100)]
         sample: usize,
+        #[command(flatten)]
+        limits: PolicyLimitArgs,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -137,12 +153,17 @@ fn main() -> ExitCode {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Retry { db, delivery } => commands::retry::run(&db.database_url, &delivery),
-        Cmd::Policy(PolicyCmd::Check { wasm }) => commands::policy::check(&wasm),
-        Cmd::Policy(PolicyCmd::Test { wasm, golden_dir }) => {
-            commands::policy::test(&wasm, &golden_dir)
+        Cmd::Policy(PolicyCmd::Check { wasm, limits }) => commands::policy::check(&wasm, &limits),
+        Cmd::Policy(PolicyCmd::Test {
+            wasm,
+            golden_dir,
+            own_describe,
+            limits,
+        }) => commands::policy::test(&wasm, &golden_dir, own_describe, &limits),
+        Cmd::Policy(PolicyCmd::Decide { wasm, limits }) => commands::policy::decide(&wasm, &limits),
+        Cmd::Policy(PolicyCmd::Extract { wasm, limits }) => {
+            commands::policy::extract(&wasm, &limits)
         }
-        Cmd::Policy(PolicyCmd::Decide { wasm }) => commands::policy::decide(&wasm),
-        Cmd::Policy(PolicyCmd::Extract { wasm }) => commands::policy::extract(&wasm),
         Cmd::Policy(PolicyCmd::Replay {
             candidate,
             since,
@@ -150,6 +171,7 @@ fn main() -> ExitCode {
             allow_changes,
             sample,
             db,
+            limits,
         }) => commands::replay::replay(&ReplayArgs {
             candidate,
             since,
@@ -157,6 +179,7 @@ fn main() -> ExitCode {
             database_url: db.database_url,
             allow_changes,
             sample,
+            limits: limits.limits(),
         }),
         Cmd::Policy(PolicyCmd::Capture { decision, to, db }) => {
             commands::replay::capture(&db.database_url, decision, &to)

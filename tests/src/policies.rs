@@ -1,6 +1,72 @@
-//! Distinct valid policy components, for tests that swap revisions.
+//! Policy components and the tools around them, for the tests: distinct
+//! valid revisions for tests that swap them, and the real `wasmtime run`
+//! command line a policy author uses.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+use nomos_continue::policy::golden::{CaseOutput, GoldenCase};
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
+
+/// Where the tests keep compiled policies across processes (`serve
+/// --policy-compile-cache`): an interpreted policy compiles for tens of
+/// seconds, and several tests and tutorials load the same one.
+pub fn compile_cache_dir() -> PathBuf {
+    let binary = crate::replica::binary();
+    let target = binary
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    target.join("policy-compile-cache")
+}
+
+/// The `wasmtime` executable: `$WASMTIME`, else the one on PATH.
+pub fn wasmtime() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("WASMTIME") {
+        return Ok(path.into());
+    }
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join("wasmtime"))
+        .find(|p| p.is_file());
+    found.context(
+        "the wasmtime CLI is not installed; `cargo install wasmtime-cli --version 48.0.8 --locked --no-default-features --features run,cranelift,component-model,parallel-compilation,pooling-allocator,compile` (or run .ci/run)",
+    )
+}
+
+pub fn run_cli(wasmtime: &Path, wasm: &Path, case: &GoldenCase) -> Result<CaseOutput> {
+    let mut child = Command::new(wasmtime)
+        .arg("run")
+        .arg("--allow-precompiled")
+        .arg(wasm)
+        .arg(command_name(case))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("spawn wasmtime")?;
+    let mut stdin = child.stdin.take().context("wasmtime stdin")?;
+    let input = case.input.clone();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().context("wait for wasmtime")?;
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("stdin writer panicked"))?
+        .context("write stdin")?;
+    Ok(CaseOutput {
+        exit_code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(output.stdout).context("stdout is UTF-8")?,
+        stderr: String::from_utf8(output.stderr).context("stderr is UTF-8")?,
+    })
+}
+
+pub fn command_name(case: &GoldenCase) -> &str {
+    case.name.split('/').next().unwrap_or_default()
+}
 
 /// The built-in policy with a custom section named `tag` appended: a new
 /// revision (another hash) that behaves exactly like the built-in one and

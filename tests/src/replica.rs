@@ -244,6 +244,20 @@ impl Replica {
             .await;
     }
 
+    /// `PUT /v1/policy` with a component (a loopback replica needs no
+    /// token); the answer.
+    pub async fn put_policy(&self, wasm: Vec<u8>) -> Value {
+        let url = self.url("/v1/policy");
+        self.send(self.client.put(url).body(wasm), "put policy")
+            .await
+    }
+
+    /// `GET /v1/policy`.
+    pub async fn policy(&self) -> Value {
+        self.send(self.client.get(self.url("/v1/policy")), "get policy")
+            .await
+    }
+
     /// `GET /v1/sessions/{id}`.
     pub async fn session(&self, session: Uuid) -> Value {
         let url = self.url(&format!("/v1/sessions/{session}"));

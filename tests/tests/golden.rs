@@ -12,14 +12,14 @@
 //! interface is enabled, so there the check is "non-zero, and the same
 //! one-line message".
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
-use nomos_continue::policy::golden::{self, CaseOutput, Expected, GoldenCase};
+use nomos_continue::policy::golden::{self, Expected, GoldenCase};
 use nomos_continue::policy::{Limits, PolicyRuntime, BUILTIN_POLICY_PATH};
+use nomos_continue_tests::policies::{run_cli, wasmtime};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("golden")
@@ -29,54 +29,10 @@ fn blessing() -> bool {
     std::env::var_os("BLESS").is_some_and(|v| v != "0")
 }
 
-/// The `wasmtime` executable: `$WASMTIME`, else the one on PATH.
-fn wasmtime() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os("WASMTIME") {
-        return Ok(path.into());
-    }
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join("wasmtime"))
-        .find(|p| p.is_file());
-    found.context(
-        "the wasmtime CLI is not installed; `cargo install wasmtime-cli --version 48.0.8 --locked` (or run .ci/run)",
-    )
-}
-
-fn run_cli(wasmtime: &Path, case: &GoldenCase) -> Result<CaseOutput> {
-    let mut child = Command::new(wasmtime)
-        .arg("run")
-        .arg(BUILTIN_POLICY_PATH)
-        .arg(command_name(case))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("spawn wasmtime")?;
-    let mut stdin = child.stdin.take().context("wasmtime stdin")?;
-    let input = case.input.clone();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().context("wait for wasmtime")?;
-    writer
-        .join()
-        .map_err(|_| anyhow::anyhow!("stdin writer panicked"))?
-        .context("write stdin")?;
-    Ok(CaseOutput {
-        exit_code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(output.stdout).context("stdout is UTF-8")?,
-        stderr: String::from_utf8(output.stderr).context("stderr is UTF-8")?,
-    })
-}
-
-fn command_name(case: &GoldenCase) -> &str {
-    case.name.split('/').next().unwrap_or_default()
-}
-
 /// Checks one case on both paths; returns the problems found.
 fn check_case(runtime: &PolicyRuntime, wasmtime: &Path, case: &GoldenCase) -> Result<Vec<String>> {
     let typed = runtime.run_golden_case(case);
-    let cli = run_cli(wasmtime, case)?;
+    let cli = run_cli(wasmtime, Path::new(BUILTIN_POLICY_PATH), case)?;
     let mut problems = Vec::new();
     let same_result = (typed.exit_code == 0) == (cli.exit_code == 0)
         && typed.stdout == cli.stdout

@@ -1,9 +1,12 @@
 //! The continuation policy: golden cases through the host and the real
-//! `wasmtime` CLI, the runtime against hostile guests, and the policy
-//! tutorial run as written.
+//! `wasmtime` CLI, the same cases for the Python and JavaScript policies,
+//! the runtime against hostile guests, and the policy tutorials run as
+//! written.
 
 #[path = "golden.rs"]
 mod golden;
+#[path = "languages.rs"]
+mod languages;
 #[path = "policy_runtime.rs"]
 mod policy_runtime;
 #[path = "replay.rs"]

@@ -167,7 +167,11 @@ async fn replay_and_capture(store: &Store, url: &str) {
         BUILTIN_POLICY_PATH,
         golden_dir.to_str().expect("path"),
     ]);
-    assert_eq!(stdout(&test).trim_end(), "1 passed, 0 failed", "{test:?}");
+    assert_eq!(
+        stdout(&test).lines().last(),
+        Some("1 passed, 0 failed"),
+        "{test:?}"
+    );
     let missing = run(&[
         &[
             "policy",

@@ -26,16 +26,17 @@ fn sh_blocks(markdown: &str) -> Vec<String> {
     blocks
 }
 
-#[test]
-fn the_policy_tutorial_runs_as_written() -> Result<()> {
+/// Runs every `sh` block of `docs/NAME`, in order, in one bash from the
+/// workspace root with the binary on `PATH`; returns its stdout.
+fn run_tutorial(name: &str, min_blocks: usize) -> Result<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("workspace root")?;
-    let tutorial = std::fs::read_to_string(root.join("docs/policy-tutorial.md"))?;
+    let tutorial = std::fs::read_to_string(root.join("docs").join(name))?;
     let blocks = sh_blocks(&tutorial);
     ensure!(
-        blocks.len() >= 6,
-        "the tutorial has only {} sh blocks",
+        blocks.len() >= min_blocks,
+        "{name} has only {} sh blocks",
         blocks.len()
     );
 
@@ -62,15 +63,26 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
         .env("POLICY_DIR", work.path().join("my-policy"))
         // Reuse compiled dependencies across runs of this test.
         .env("CARGO_TARGET_DIR", target.join("tutorial-wasm"))
+        // And compiled policies across the tutorials and the other tests.
+        .env(
+            "NOMOS_CONTINUE_POLICY_COMPILE_CACHE",
+            nomos_continue_tests::policies::compile_cache_dir(),
+        )
         .output()
         .context("run the tutorial")?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     ensure!(
         output.status.success(),
-        "tutorial failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "{name} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status
     );
+    Ok(stdout)
+}
+
+#[test]
+fn the_policy_tutorial_runs_as_written() -> Result<()> {
+    let stdout = run_tutorial("policy-tutorial.md", 6)?;
     ensure!(
         stdout.contains(r#"{"terminal":true,"outcome":"failed"}"#),
         "degraded is not a failure:\n{stdout}"

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use nomos_continue::commands::replay::{replay as run_replay, ReplayArgs};
-use nomos_continue::policy::BUILTIN_POLICY_PATH;
+use nomos_continue::policy::{Limits, BUILTIN_POLICY_PATH};
 use nomos_continue::store::DecisionFilter;
 
 use crate::passes::{drain, finished_sessions};
@@ -32,6 +32,7 @@ pub async fn replay(args: &Args) -> Result<(), Error> {
         database_url: url,
         allow_changes: false,
         sample: 100,
+        limits: Limits::default(),
     };
     let started = Instant::now();
     let status = std::thread::spawn(move || run_replay(&replay))

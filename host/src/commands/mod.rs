@@ -1,9 +1,13 @@
 //! The subcommands of the `nomos-continue` binary, one module each; `main`
 //! only parses arguments and calls these.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
+
+use crate::policy::Limits;
 
 pub mod migrate;
 pub mod policy;
@@ -33,5 +37,64 @@ pub fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+    }
+}
+
+/// The sandbox a policy runs in: its limits and its compile cache. `serve`
+/// and every `policy` command take the same flags, so an author checks a
+/// policy under exactly the limits production will give it, a limit a
+/// policy hits is named by the flag that raises it, and `policy check` can
+/// compile a revision into the cache `serve` then loads it from.
+#[derive(Args, Clone, Debug)]
+pub struct PolicyLimitArgs {
+    /// CPU time one policy call (or batch) may use, in milliseconds.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_DEADLINE_MS",
+          default_value_t = Limits::DEFAULT.deadline.as_millis() as u64)]
+    pub policy_deadline_ms: u64,
+    /// Linear memory one policy instance may grow to, in MiB.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_MEMORY_MIB",
+          default_value_t = Limits::DEFAULT.max_memory_bytes >> 20)]
+    pub policy_memory_mib: usize,
+    /// Core module instances one policy sandbox may hold.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_CORE_INSTANCES",
+          default_value_t = Limits::DEFAULT.core_instances_per_sandbox)]
+    pub policy_core_instances: u32,
+    /// Linear memories one policy sandbox may hold.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_MEMORIES",
+          default_value_t = Limits::DEFAULT.memories_per_sandbox)]
+    pub policy_memories: u32,
+    /// Tables one policy sandbox may hold.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_TABLES",
+          default_value_t = Limits::DEFAULT.tables_per_sandbox)]
+    pub policy_tables: u32,
+    /// Elements one table of a policy may hold.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_TABLE_ELEMENTS",
+          default_value_t = Limits::DEFAULT.max_table_elements)]
+    pub policy_table_elements: usize,
+    /// Keep compiled policies in this directory, so a revision compiled
+    /// once (by `policy check`, another replica, an earlier run) loads
+    /// instead of compiling again. The host runs the machine code it finds
+    /// there: protect it as you protect the binary.
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_COMPILE_CACHE")]
+    pub policy_compile_cache: Option<PathBuf>,
+}
+
+impl PolicyLimitArgs {
+    /// The default limits with these flags applied.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::DEFAULT;
+        self.apply(&mut limits);
+        limits
+    }
+
+    /// Overrides the sandbox fields of `limits` with these flags.
+    pub fn apply(&self, limits: &mut Limits) {
+        limits.deadline = Duration::from_millis(self.policy_deadline_ms.max(1));
+        limits.max_memory_bytes = self.policy_memory_mib.max(1) << 20;
+        limits.core_instances_per_sandbox = self.policy_core_instances;
+        limits.memories_per_sandbox = self.policy_memories;
+        limits.tables_per_sandbox = self.policy_tables;
+        limits.max_table_elements = self.policy_table_elements;
+        limits.compile_cache.clone_from(&self.policy_compile_cache);
     }
 }

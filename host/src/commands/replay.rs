@@ -41,6 +41,9 @@ pub struct ReplayArgs {
     pub allow_changes: bool,
     /// Decisions per recorded revision re-run to check determinism.
     pub sample: usize,
+    /// The sandbox limits the candidate and the recorded revisions run
+    /// under.
+    pub limits: Limits,
 }
 
 /// Decides the recorded inputs again with the candidate; prints each
@@ -49,7 +52,7 @@ pub struct ReplayArgs {
 /// recorded revision did not reproduce its own answers.
 pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
     let bytes = read_policy_file(&args.candidate)?;
-    let candidate = PolicyRuntime::unvetted(Limits::default(), &bytes)
+    let candidate = PolicyRuntime::unvetted(args.limits.clone(), &bytes)
         .with_context(|| format!("load the candidate {}", args.candidate.display()))?;
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
@@ -66,7 +69,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
             filter.since = store.database_now().await?.checked_sub_signed(since);
         }
         let mut out = std::io::stdout().lock();
-        let unreproduced = check_determinism(&store, filter, args.sample, &mut out).await?;
+        let unreproduced = check_determinism(&store, filter, args, &mut out).await?;
         let tally = replay_all(&store, filter, &candidate, &mut out).await?;
         store.close().await;
         std::io::Write::flush(&mut out)?;
@@ -151,9 +154,10 @@ where
 async fn check_determinism(
     store: &Store,
     filter: DecisionFilter,
-    sample: usize,
+    args: &ReplayArgs,
     out: &mut impl std::io::Write,
 ) -> Result<usize> {
+    let sample = args.sample;
     let mut samples: HashMap<String, Vec<LoggedDecision>> = HashMap::new();
     for_each_page(store, filter, |page| {
         for d in page {
@@ -169,7 +173,7 @@ async fn check_determinism(
     revisions.sort_by(|a, b| a.0.cmp(&b.0));
     let mut unreproduced = 0;
     for (revision, decisions) in revisions {
-        let Some(recorded) = recorded_revision(store, &revision).await? else {
+        let Some(recorded) = recorded_revision(store, &revision, &args.limits).await? else {
             writeln!(
                 out,
                 "determinism: revision {} is not in the store; its {} sampled decisions were not re-run",
@@ -259,13 +263,17 @@ fn parse_inputs(decisions: &[LoggedDecision]) -> (Vec<DecisionInput>, Vec<&Logge
 
 /// The recorded revision's runtime: from the store, or this binary's
 /// built-in policy when the store has no row for it.
-async fn recorded_revision(store: &Store, hash: &str) -> Result<Option<PolicyRuntime>> {
+async fn recorded_revision(
+    store: &Store,
+    hash: &str,
+    limits: &Limits,
+) -> Result<Option<PolicyRuntime>> {
     let bytes = match store.policy_revision_wasm(hash).await? {
         Some(bytes) => bytes,
         None if Revision::of(BUILTIN_POLICY_WASM).0 == hash => BUILTIN_POLICY_WASM.to_vec(),
         None => return Ok(None),
     };
-    let runtime = PolicyRuntime::unvetted(Limits::default(), &bytes)
+    let runtime = PolicyRuntime::unvetted(limits.clone(), &bytes)
         .with_context(|| format!("load the recorded revision {}", short(hash)))?;
     Ok(Some(runtime))
 }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use super::DbArgs;
+use super::{DbArgs, PolicyLimitArgs};
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::server::{self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL};
 
@@ -115,12 +115,8 @@ pub struct ServeArgs {
     /// that correctness never depends on a wake-up).
     #[arg(long, env = "NOMOS_CONTINUE_NO_WAKE_LISTENER")]
     no_wake_listener: bool,
-    /// CPU time one policy call (or batch) may use, in milliseconds.
-    #[arg(long, env = "NOMOS_CONTINUE_POLICY_DEADLINE_MS", default_value_t = 50)]
-    policy_deadline_ms: u64,
-    /// Linear memory one policy instance may grow to, in MiB.
-    #[arg(long, env = "NOMOS_CONTINUE_POLICY_MEMORY_MIB", default_value_t = 64)]
-    policy_memory_mib: usize,
+    #[command(flatten)]
+    policy_limits: PolicyLimitArgs,
     /// The host's cap on continuations per assent window, whatever the
     /// policy answers (the default policy stops at 20 on its own).
     #[arg(long, env = "NOMOS_CONTINUE_HARD_CAP", default_value_t = 50)]
@@ -171,8 +167,7 @@ impl ServeArgs {
         config.worker.hard_cap = self.hard_cap;
         config.worker.log_decisions = self.decision_log_days > 0;
         config.decision_retention = Duration::from_secs(self.decision_log_days * 24 * 3600);
-        config.limits.deadline = Duration::from_millis(self.policy_deadline_ms.max(1));
-        config.limits.max_memory_bytes = self.policy_memory_mib.max(1) << 20;
+        self.policy_limits.apply(&mut config.limits);
         Ok((self.listen, config))
     }
 }

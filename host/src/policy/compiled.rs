@@ -8,7 +8,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::Component;
 
 use super::bindings::ContinuationPolicyPre;
-use super::sandbox::Sandbox;
+use super::sandbox::{name_the_limit, Sandbox};
 use super::PolicyError;
 
 /// The interface a policy must export, version included.
@@ -60,7 +60,9 @@ impl CompiledPolicy {
         bytes: &[u8],
     ) -> Result<Self, PolicyError> {
         let component = Component::new(&sandbox.engine, bytes).map_err(|e| {
-            PolicyError::Invalid(format!("not a loadable WebAssembly component: {e:#}"))
+            PolicyError::Invalid(name_the_limit(format!(
+                "not a loadable WebAssembly component: {e:#}"
+            )))
         })?;
         check_exports(sandbox, &component)?;
         let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {

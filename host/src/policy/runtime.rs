@@ -154,7 +154,7 @@ impl PolicyRuntime {
         self.active().revision.clone()
     }
 
-    fn active(&self) -> Arc<CompiledPolicy> {
+    pub(super) fn active(&self) -> Arc<CompiledPolicy> {
         match self.slots.read() {
             Ok(slots) => slots.active.clone(),
             Err(poisoned) => poisoned.into_inner().active.clone(),

@@ -93,7 +93,7 @@ fn probe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Vec<String> {
     problems
 }
 
-fn probe_inputs() -> Vec<t::DecisionInput> {
+pub(super) fn probe_inputs() -> Vec<t::DecisionInput> {
     let at = |seconds| t::Timestamp {
         seconds,
         nanoseconds: 0,

@@ -134,11 +134,59 @@ fn a_policy_the_pool_cannot_hold_is_refused_when_compiled() {
     match PolicyRuntime::new(limits) {
         Err(PolicyError::Invalid(message)) => {
             assert!(
-                message.contains("linear memories") && message.contains("pooling allocator"),
+                message.contains("linear memories")
+                    && message.contains("pooling allocator")
+                    && message.contains("raise it with --policy-memories"),
                 "{message}"
             )
         }
         Err(other) => panic!("expected an invalid policy, got {other}"),
         Ok(_) => panic!("a policy with a memory fits no sandbox without one"),
     }
+}
+
+/// With a compile cache, a revision compiled by one process is machine code
+/// on disk for the next (another replica, `serve` after `policy check`),
+/// and that code answers as the fresh compile did.
+#[test]
+fn a_compile_cache_keeps_a_revision_for_the_next_runtime() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let limits = Limits {
+        compile_cache: Some(dir.path().to_path_buf()),
+        ..Limits::default()
+    };
+    // The compiled code's files (wasmtime also keeps usage statistics
+    // beside them), each with its inode: a compile writes a new file.
+    let modules = || {
+        use std::os::unix::fs::MetadataExt;
+        let mut found: Vec<(std::path::PathBuf, u64)> = walk(&dir.path().join("modules"))
+            .into_iter()
+            .filter(|p| p.is_file() && p.extension().is_none())
+            .filter_map(|p| Some((p.clone(), std::fs::metadata(&p).ok()?.ino())))
+            .collect();
+        found.sort();
+        found
+    };
+    assert!(modules().is_empty());
+    let first = PolicyRuntime::with_policy(limits.clone(), &hostile_bytes()).expect("compile");
+    let kept = modules();
+    assert!(!kept.is_empty(), "the compile left nothing in the cache");
+    let second = PolicyRuntime::with_policy(limits, &hostile_bytes()).expect("load");
+    assert_eq!(modules(), kept, "the second runtime compiled again");
+    assert_eq!(
+        second.decide_batch(&[input("failed")]).value,
+        first.decide_batch(&[input("failed")]).value
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
 }

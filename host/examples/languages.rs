@@ -1,0 +1,81 @@
+//! The same policy in several languages, side by side, in one run (the
+//! built-in Rust policy first, then each NAME=PATH given): size,
+//! compile, a fresh sandbox, an amortised decision, a batch of 100, and a
+//! hot swap (BENCHMARKS.md, "Policies in other languages").
+//!
+//! ```text
+//! cargo run --release -p nomos-continue --example languages -- \
+//!     python=guest/python/policy.wasm js=guest/js/policy.wasm
+//! ```
+//!
+//! Each swap is timed on a runtime whose active revision is the built-in
+//! policy: "new" is `activate` of a revision never seen (compile, vet,
+//! swap), "kept" the same revision activated again after a swap back (the
+//! compile is kept by hash; vetting runs again).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use nomos_continue::policy::{Limits, PolicyRuntime, Profile, BUILTIN_POLICY_WASM};
+
+fn main() -> Result<()> {
+    let builtin = ("rust".to_owned(), BUILTIN_POLICY_WASM.to_vec());
+    let given: Vec<(String, Vec<u8>)> = std::env::args()
+        .skip(1)
+        .map(|arg| {
+            let (name, path) = arg.split_once('=').context("arguments are NAME=PATH")?;
+            let bytes = std::fs::read(path).with_context(|| format!("read {path}"))?;
+            Ok((name.to_owned(), bytes))
+        })
+        .collect::<Result<_>>()?;
+    if given.is_empty() {
+        bail!("usage: languages NAME=POLICY.wasm…");
+    }
+    let policies = std::iter::once(builtin).chain(given);
+    println!("| | size | compile | fresh sandbox | decision, amortised | decision, fresh sandbox | batch of 100 | swap, new | swap, kept |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (name, bytes) in policies {
+        let bytes = &bytes;
+        let started = Instant::now();
+        let runtime = PolicyRuntime::unvetted(Limits::default(), bytes)
+            .with_context(|| format!("compile {name}"))?;
+        let compile = started.elapsed();
+        let profile = Profile::measure(&runtime).with_context(|| format!("measure {name}"))?;
+        let (new, kept) = swaps(bytes).with_context(|| format!("swap {name}"))?;
+        println!(
+            "| {name} | {:.1} MB | {} | {} | {} | {} | {} | {} | {} |",
+            bytes.len() as f64 / 1e6,
+            show(compile),
+            show(profile.instantiate),
+            show(profile.amortised),
+            show(profile.decide_one),
+            show(profile.decide_batch),
+            show(new),
+            show(kept),
+        );
+    }
+    Ok(())
+}
+
+/// `activate` of `bytes` never seen, then again after a swap back.
+fn swaps(bytes: &[u8]) -> Result<(Duration, Duration)> {
+    let runtime = PolicyRuntime::new(Limits::default())?;
+    let started = Instant::now();
+    runtime.activate(bytes)?;
+    let new = started.elapsed();
+    runtime.activate(BUILTIN_POLICY_WASM)?;
+    let started = Instant::now();
+    runtime.activate(bytes)?;
+    Ok((new, started.elapsed()))
+}
+
+fn show(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
