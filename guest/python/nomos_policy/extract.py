@@ -37,8 +37,9 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 def extract_execution_ids(text: str) -> list[str]:
     """The execution ids in `text`: canonical lowercase, de-duplicated, in the
     order they first appear, at most MAX_IDS."""
-    data = text.encode("utf-8")
-    folded = data.lower()  # bytes.lower() folds ASCII letters only
+    # Every test below is blind to ASCII case, so one lowered copy serves
+    # them all (bytes.lower() folds ASCII letters only).
+    folded = text.encode("utf-8").lower()
     ids: list[str] = []
     start_from = 0
     while len(ids) < MAX_IDS:
@@ -46,14 +47,14 @@ def extract_execution_ids(text: str) -> list[str]:
         if at < 0:
             break
         start_from = at + len(_KEYWORD)
-        if at > 0 and data[at - 1] in _WORD:
+        if at > 0 and folded[at - 1] in _WORD:
             continue  # "reexecution", "pre_execution": not the keyword
-        start = _skip_separators(data, _skip_id_suffix(folded, start_from))
+        start = _skip_separators(folded, _skip_id_suffix(folded, start_from))
         # `"execution": {"id": "..."}`: the id key may follow the separators.
         if _uuid_at(folded, start) is None:
             after_id = _skip_id_word(folded, start)
             if after_id != start:
-                start = _skip_separators(data, after_id)
+                start = _skip_separators(folded, after_id)
         found = _uuid_at(folded, start)
         if found is None:
             continue
@@ -80,15 +81,15 @@ def _skip_id_word(folded: bytes, at: int) -> int:
     return at
 
 
-def _skip_separators(data: bytes, at: int) -> int:
-    limit = min(at + MAX_SEPARATORS, len(data))
-    while at < limit and data[at] in _SEPARATORS:
+def _skip_separators(folded: bytes, at: int) -> int:
+    limit = min(at + MAX_SEPARATORS, len(folded))
+    while at < limit and folded[at] in _SEPARATORS:
         at += 1
     return at
 
 
-def _is_word_at(data: bytes, at: int) -> bool:
-    return at < len(data) and data[at] in _WORD
+def _is_word_at(folded: bytes, at: int) -> bool:
+    return at < len(folded) and folded[at] in _WORD
 
 
 def _uuid_at(folded: bytes, at: int) -> str | None:
