@@ -146,7 +146,11 @@ fn passes_policy_check(guest: &Guest) -> Result<()> {
 fn every_golden_case_under_wasmtime_run(guest: &Guest) -> Result<()> {
     let wasmtime = wasmtime()?;
     let wasm = guest.wasm()?;
-    let compiled = wasm.with_extension("cwasm");
+    let compiled =
+        compile_cache_dir().with_file_name(format!("{}.cwasm", guest.folder.replace('/', "-")));
+    if let Some(dir) = compiled.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let status = Command::new(&wasmtime)
         .arg("compile")
         .arg(&wasm)

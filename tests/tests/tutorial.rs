@@ -145,3 +145,41 @@ fn the_policy_tutorial_runs_as_written() -> Result<()> {
     );
     Ok(())
 }
+
+/// What a language track of the tutorial must show: the rule changed on
+/// both paths, bad input refused, every golden case held, the checks
+/// passed and the swap taken.
+fn check_language_track(stdout: &str) -> Result<()> {
+    for (shown, what) in [
+        (
+            r#"{"terminal":true,"outcome":"failed"}"#,
+            "degraded is not a failure",
+        ),
+        (r#"{"terminal":false}"#, "running is not left running"),
+        ("terminal(failed)", "the typed export disagrees"),
+        ("bad input: exit 1", "bad input was not refused"),
+        (" passed, 0 failed", "golden cases failed"),
+        ("fresh sandbox ", "policy check did not report its costs"),
+        (
+            r#""name":"acme-degraded-is-failed""#,
+            "the swap did not take",
+        ),
+    ] {
+        ensure!(stdout.contains(shown), "{what}:\n{stdout}");
+    }
+    ensure!(
+        stdout.lines().any(|l| l == "ok"),
+        "policy check refused it:\n{stdout}"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_python_policy_tutorial_runs_as_written() -> Result<()> {
+    check_language_track(&run_tutorial("policy-tutorial-python.md", 6)?)
+}
+
+#[test]
+fn the_javascript_policy_tutorial_runs_as_written() -> Result<()> {
+    check_language_track(&run_tutorial("policy-tutorial-js.md", 6)?)
+}
