@@ -6,12 +6,6 @@
 // U+FEFF and keeps U+0085) or `toLowerCase` (which maps non-ASCII letters).
 
 // Unicode White_Space, what Rust's `char::is_whitespace` and `str::trim` use.
-const WHITESPACE = '\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
-const NOT_WHITESPACE = new RegExp(`[^${WHITESPACE}]`);
-// The last character that is not whitespace, and the whitespace after it.
-// Linear: each try consumes only the whitespace run that follows it.
-const LAST_NOT_WHITESPACE = new RegExp(`[^${WHITESPACE}][${WHITESPACE}]*$`);
-
 /** Rust's `char::is_whitespace`. */
 export function isWhitespace(code) {
   if (code <= 0x20) return code === 0x20 || (code >= 0x09 && code <= 0x0d);
@@ -24,20 +18,42 @@ export function isWhitespace(code) {
 
 /** Rust's `str::trim`. */
 export function trim(text) {
-  // Most text has nothing to trim; a regular expression call costs more
-  // than these two checks in an interpreter.
-  const last = text.length - 1;
-  if (last < 0 || (!isWhitespace(text.charCodeAt(0)) && !isWhitespace(text.charCodeAt(last)))) {
-    return text;
-  }
-  const start = text.search(NOT_WHITESPACE);
+  const start = firstNonWhitespace(text);
   if (start === -1) return '';
-  return text.slice(start, text.search(LAST_NOT_WHITESPACE) + 1);
+  const end = endOfNonWhitespace(text, start);
+  return start === 0 && end === text.length ? text : text.slice(start, end);
 }
 
-/** The index of the first character that is not Rust whitespace, or -1. */
-export function firstNonWhitespace(text) {
-  return text.search(NOT_WHITESPACE);
+// JavaScript's own trimming (native, so fast on long text) strips the same
+// characters as Rust's except two: it also strips U+FEFF, which Rust keeps,
+// and keeps U+0085, which Rust strips. These two functions correct for both.
+
+/** The index of the first character at or after `from` that is not Rust whitespace, or -1. */
+export function firstNonWhitespace(text, from = 0) {
+  let at = from;
+  while (at < text.length && isWhitespace(text.charCodeAt(at))) {
+    const rest = text.slice(at);
+    const skipped = rest.length - rest.trimStart().length;
+    const mark = rest.slice(0, skipped).indexOf('\uFEFF');
+    if (mark !== -1) return at + mark;
+    at += skipped;
+    if (text.charCodeAt(at) === 0x85) at += 1;
+  }
+  return at < text.length ? at : -1;
+}
+
+/** The index after the last character that is not Rust whitespace, at or after `start`. */
+function endOfNonWhitespace(text, start) {
+  let end = text.length;
+  while (end > start && isWhitespace(text.charCodeAt(end - 1))) {
+    const head = text.slice(start, end);
+    const kept = head.trimEnd().length;
+    const mark = head.slice(kept).lastIndexOf('\uFEFF');
+    if (mark !== -1) return start + kept + mark + 1;
+    end = start + kept;
+    if (text.charCodeAt(end - 1) === 0x85) end -= 1;
+  }
+  return end;
 }
 
 /** Rust's `char::is_control` (general category Cc). */
