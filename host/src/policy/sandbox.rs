@@ -247,8 +247,13 @@ impl Sandbox {
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool(&limits)));
         if let Some(dir) = &limits.compile_cache {
+            // wasmtime's cache wants an absolute directory; a relative flag
+            // means relative to where the command runs.
+            let dir = std::path::absolute(dir).map_err(|e| {
+                PolicyError::Engine(format!("compile cache {}: {e}", dir.display()))
+            })?;
             let mut cache = CacheConfig::new();
-            cache.with_directory(dir);
+            cache.with_directory(&dir);
             let cache = Cache::new(cache).map_err(|e| {
                 PolicyError::Engine(format!("compile cache {}: {e:#}", dir.display()))
             })?;
