@@ -318,3 +318,82 @@ pub fn bless(case: &GoldenCase, output: &CaseOutput) -> Result<(), GoldenError> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(command: Command, expected: Expected) -> GoldenCase {
+        GoldenCase {
+            name: format!("{}/case", command.name()),
+            command,
+            input: String::new(),
+            expected,
+            input_path: PathBuf::from("case.in"),
+        }
+    }
+
+    fn output(exit_code: i32, stdout: &str, stderr: &str) -> CaseOutput {
+        CaseOutput {
+            exit_code,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        }
+    }
+
+    const RUST: &str =
+        r#"{"name":"nomos-default","version":"0.1.0","contract":"nomos:continuation@0.1.0"}"#;
+
+    #[test]
+    fn an_own_describe_must_keep_the_contract_and_name_itself() {
+        let describe = case(Command::Describe, Expected::Stdout(RUST.into()));
+        let own = Judging {
+            own_describe: true,
+            own_error_wording: false,
+        };
+        let python = r#"{"name":"nomos-default-python","version":"0.1.0","contract":"nomos:continuation@0.1.0"}"#;
+        assert_eq!(own.mismatch(&describe, &output(0, python, "")), None);
+        assert!(Judging::default()
+            .mismatch(&describe, &output(0, python, ""))
+            .is_some());
+        for bad in [
+            r#"{"name":"p","version":"0.1.0","contract":"nomos:continuation@0.2.0"}"#,
+            r#"{"name":"","version":"0.1.0","contract":"nomos:continuation@0.1.0"}"#,
+            r#"{"name":"p","contract":"nomos:continuation@0.1.0"}"#,
+            "not json",
+        ] {
+            assert!(
+                own.mismatch(&describe, &output(0, bad, "")).is_some(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_own_error_wording_still_needs_a_failure_and_one_error_line() {
+        let bad_input = case(
+            Command::Classify,
+            Expected::Error("error: input is not UTF-8".into()),
+        );
+        let own = Judging {
+            own_describe: false,
+            own_error_wording: true,
+        };
+        assert_eq!(
+            own.mismatch(&bad_input, &output(1, "", "error: bad bytes\n")),
+            None
+        );
+        for (code, stdout, stderr) in [
+            (0, "", "error: bad bytes"),
+            (1, "{}", "error: bad bytes"),
+            (1, "", "Traceback: bad bytes"),
+            (1, "", "error: bad\nbytes"),
+        ] {
+            assert!(
+                own.mismatch(&bad_input, &output(code, stdout, stderr))
+                    .is_some(),
+                "{code} {stdout:?} {stderr:?}"
+            );
+        }
+    }
+}
