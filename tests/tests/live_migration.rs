@@ -114,6 +114,22 @@ async fn live_migration(rows: i64) {
     )
     .await;
     assert_eq!(rewritten, 0, "no history row was rewritten");
+    // 043's trigger listed the sessions of the inserts meanwhile, 044 those
+    // of the history; each at its first link.
+    let listed = scalar(store, "SELECT COUNT(*) FROM nomos_sessions").await;
+    let sessions = scalar(
+        store,
+        "SELECT COUNT(DISTINCT session_id) FROM nomos_plan_executions",
+    )
+    .await;
+    assert_eq!(listed, sessions, "a session is missing from nomos_sessions");
+    let misdated = scalar(
+        store,
+        "SELECT COUNT(*) FROM nomos_sessions s WHERE first_seen_at <> \
+         (SELECT MIN(created_at) FROM nomos_plan_executions l WHERE l.session_id = s.session_id)",
+    )
+    .await;
+    assert_eq!(misdated, 0, "a session is not listed at its first link");
     assert_schema_complete(store).await;
     db.cleanup().await;
 }

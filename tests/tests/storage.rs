@@ -16,5 +16,7 @@ mod store_batch;
 mod store_conformance;
 #[path = "store_plan_set.rs"]
 mod store_plan_set;
+#[path = "store_sessions.rs"]
+mod store_sessions;
 #[path = "store_shadow.rs"]
 mod store_shadow;

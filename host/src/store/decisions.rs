@@ -60,7 +60,8 @@ pub struct DecisionFilter {
 /// 32,766 bound values.
 const SQLITE_ROWS: usize = 500;
 
-const COLS: &str = "id, decided_at, session_id, execution_id, revision, input, output, action, \
+pub(super) const COLS: &str =
+    "id, decided_at, session_id, execution_id, revision, input, output, action, \
      idempotency_key, detail";
 
 impl Store {
@@ -227,7 +228,7 @@ impl Store {
     }
 }
 
-fn logged<R: RowExt>(r: &R) -> Result<LoggedDecision> {
+pub(super) fn logged<R: RowExt>(r: &R) -> Result<LoggedDecision> {
     Ok(LoggedDecision {
         id: r.bigint("id")?,
         decided_at: r.time("decided_at")?,

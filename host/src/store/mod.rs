@@ -76,6 +76,8 @@ mod policies;
 mod shadow;
 pub use overview::{Backlog, Overview};
 pub use shadow::Disagreement;
+mod sessions;
+pub use sessions::{SessionCursor, SessionFilter, SessionRow};
 mod summary;
 pub use summary::{
     check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,

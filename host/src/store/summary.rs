@@ -118,7 +118,7 @@ const CURSOR_MIN_MICROS: i64 = -62_167_219_200_000_000;
 /// 9999-12-31T23:59:59.999999Z in microseconds since the Unix epoch.
 const CURSOR_MAX_MICROS: i64 = 253_402_300_799_999_999;
 
-fn time_and_id(tag: &str, text: &str) -> Result<(DateTime<Utc>, Uuid)> {
+pub(super) fn time_and_id(tag: &str, text: &str) -> Result<(DateTime<Utc>, Uuid)> {
     let [micros, id] = cursor_parts::<2>(tag, text)?;
     let micros: i64 = micros.parse().map_err(|_| bad_cursor(text))?;
     // Years 0 to 9999 in microseconds: chrono accepts far more than
@@ -256,7 +256,11 @@ where
 
 /// Cuts the extra row a page query read (see the module docs) and makes
 /// the cursor of the last row kept, if there was an extra row.
-fn into_page<T, C>(mut items: Vec<T>, limit: u32, cursor: impl Fn(&T) -> C) -> Page<T, C> {
+pub(super) fn into_page<T, C>(
+    mut items: Vec<T>,
+    limit: u32,
+    cursor: impl Fn(&T) -> C,
+) -> Page<T, C> {
     let limit = limit as usize;
     let next = if items.len() > limit {
         items.truncate(limit);
