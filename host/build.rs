@@ -78,6 +78,35 @@ fn main() {
     let copied = out_dir.join("policy.wasm");
     std::fs::copy(&built, &copied).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
     println!("cargo:rustc-env=NOMOS_BUILTIN_POLICY={}", copied.display());
+    embed_golden_inputs(&workspace, &out_dir);
+}
+
+/// Writes `golden_decide.rs`: the name and input of every golden `decide`
+/// case with an expected answer, which the console's playground offers as
+/// inputs to start from (the contract's own examples, so they stay true).
+fn embed_golden_inputs(workspace: &Path, out_dir: &Path) {
+    let dir = workspace.join("tests").join("golden").join("decide");
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "in") && p.with_extension("out").exists())
+        .collect();
+    cases.sort();
+    let mut code = String::from("&[\n");
+    for case in cases {
+        let name = case
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .expect("golden case names are UTF-8");
+        code.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            case.display().to_string()
+        ));
+    }
+    code.push_str("]\n");
+    let out = out_dir.join("golden_decide.rs");
+    std::fs::write(&out, code).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
 }
 
 /// `<workspace target dir>/guest-wasm`, found from OUT_DIR

@@ -19,6 +19,9 @@
 //! - [`worker`]: the continuation worker (plan, deliver), its rescuer and
 //!   its wake-ups.
 //! - [`api`]: the HTTP API (axum) a runtime beside this process calls.
+//! - [`console`]: the operator's web console at `/ui`: sessions, one
+//!   session's timeline, the policy and a playground, as HTML rendered on
+//!   the server from the same store and policy, behind the API's tokens.
 //! - [`server`]: the one assembly of all of the above into a running
 //!   process ([`server::serve`]), used by `serve`, the demo and the tests.
 //! - [`clock`]: the injectable "now" the worker acts on.
@@ -33,6 +36,7 @@ pub mod api;
 pub mod classes;
 pub mod clock;
 pub mod commands;
+pub mod console;
 pub mod demo;
 pub mod deploy;
 pub mod metrics;

@@ -133,7 +133,7 @@ fn bearer(request: &Request) -> Option<&str> {
 
 /// The middleware that admits a request to a route of `scope`, given as
 /// its state beside the app's.
-pub(super) async fn scoped(
+pub(crate) async fn scoped(
     State((state, scope)): State<(AppState, Scope)>,
     request: Request,
     next: Next,

@@ -54,6 +54,10 @@ pub enum ApiError {
     /// The database failed; worth retrying.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// A fault of this process (a console template that failed to render),
+    /// not of the request (500).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl From<StoreError> for ApiError {
@@ -93,6 +97,7 @@ impl IntoResponse for ApiError {
             ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let body = match &self {
             ApiError::PolicyRejected(reasons) => {

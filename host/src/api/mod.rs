@@ -38,8 +38,10 @@ use axum::routing::{delete, get, post, put};
 use axum::Router;
 use tokio::sync::Notify;
 
+pub(crate) use auth::scoped;
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
+pub(crate) use error::{parse_id, parse_json};
 pub use limits::{BodyCap, BodyCaps, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 
 use crate::clock::Clock;

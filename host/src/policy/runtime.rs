@@ -240,6 +240,42 @@ impl PolicyRuntime {
         self.run(|s, p| eval::decide_batch(s, p, inputs))
     }
 
+    /// Decides `inputs` with a revision that is not active (the console's
+    /// playground candidate); see [`Self::on_candidate`].
+    pub fn decide_candidate(
+        &self,
+        bytes: &[u8],
+        inputs: &[t::DecisionInput],
+    ) -> Result<Evaluated<Vec<t::Decision>>, PolicyError> {
+        self.on_candidate(bytes, |s, p| eval::decide_batch(s, p, inputs))
+    }
+
+    /// A revision's name and version without activating it; see
+    /// [`Self::on_candidate`].
+    pub fn describe_candidate(
+        &self,
+        bytes: &[u8],
+    ) -> Result<Evaluated<t::PolicyInfo>, PolicyError> {
+        self.on_candidate(bytes, eval::describe)
+    }
+
+    /// Runs `call` on a revision that is not active: compiled (or found
+    /// compiled) in this runtime's sandbox, so under the active revision's
+    /// limits, but never vetted, activated or counted in the active
+    /// revision's counters: nothing it answers can act.
+    fn on_candidate<T>(
+        &self,
+        bytes: &[u8],
+        call: impl FnOnce(&Sandbox, &CompiledPolicy) -> Result<T, PolicyFailure>,
+    ) -> Result<Evaluated<T>, PolicyError> {
+        let revision = Revision::of(bytes);
+        let compiled = self
+            .compiled
+            .get_or_compile(&self.sandbox, &revision, bytes)?;
+        let value = call(&self.sandbox, &compiled);
+        Ok(Evaluated { revision, value })
+    }
+
     /// The SOUL text.
     pub fn soul(&self) -> Evaluated<String> {
         self.run(eval::soul)

@@ -31,6 +31,7 @@ use uuid::Uuid;
 use crate::agent::Agent;
 use crate::api::{self, AppState, BodyCaps};
 use crate::clock::Clock;
+use crate::console;
 use crate::deploy::{PolicyDeployment, WatchOutcome};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
@@ -298,7 +299,8 @@ impl Server {
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
         };
-        let app = api::router(state);
+        // The console beside the API, under the same tokens.
+        let app = api::router(state.clone()).merge(console::router(state));
         let api = match tls {
             Some(tls) => {
                 let listener = TlsListener::new(listener, tls).context("serve TLS")?;

@@ -1,0 +1,311 @@
+//! The playground: which ids the active policy extracts from a pasted tool
+//! result, and what the active policy and a candidate decide on one input
+//! (pre-filled from a recorded decision or a golden case).
+//!
+//! A candidate is a revision held here after an admin's upload (see
+//! `candidates`) or any stored revision. It runs in the active runtime's
+//! sandbox, under the same limits, through
+//! [`PolicyRuntime::decide_candidate`](crate::policy::PolicyRuntime::decide_candidate):
+//! evaluated, never vetted into service or activated.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Html;
+use serde::Deserialize;
+
+use super::candidates::Held;
+use super::format::{at, render, short, task_failed};
+use super::state::Console;
+use crate::api::{parse_json, ApiError};
+use crate::policy::codec::{answer_line, decision_input, failure_line};
+use crate::policy::{Evaluated, PolicyFailure, PolicyHandle};
+
+/// The golden `decide` cases with an expected answer, by name (written by
+/// the build script from `tests/golden/decide`).
+const GOLDEN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/golden_decide.rs"));
+
+/// The case the decide form starts from when nothing else is asked for.
+const FIRST_CASE: &str = "failed-continues";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ViewQuery {
+    decision: Option<i64>,
+    golden: Option<String>,
+    candidate: Option<String>,
+}
+
+struct Choice {
+    value: String,
+    label: String,
+    selected: bool,
+}
+
+#[derive(Template)]
+#[template(path = "playground.html")]
+struct PlaygroundView {
+    input: String,
+    source: String,
+    golden: Vec<Choice>,
+    candidates: Vec<Choice>,
+}
+
+pub(super) async fn view(
+    State(console): State<Console>,
+    query: Result<Query<ViewQuery>, QueryRejection>,
+) -> Result<Html<String>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let store = &console.app.store;
+    let (input, source) = match (query.decision, query.golden.as_deref()) {
+        (Some(id), _) => {
+            let logged = store
+                .decision(id)
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("no recorded decision {id}")))?;
+            let source = format!(
+                "recorded decision {id} (execution {}, revision {})",
+                logged.decision.execution_id,
+                short(&logged.decision.revision)
+            );
+            (logged.decision.input, source)
+        }
+        (None, name) => {
+            let name = name.unwrap_or(FIRST_CASE);
+            let (_, input) = GOLDEN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| ApiError::NotFound(format!("no golden decide case {name:?}")))?;
+            ((*input).to_owned(), format!("golden case decide/{name}"))
+        }
+    };
+    let golden = GOLDEN
+        .iter()
+        .map(|(name, _)| Choice {
+            value: (*name).to_owned(),
+            label: (*name).to_owned(),
+            selected: query.golden.as_deref() == Some(*name),
+        })
+        .collect();
+    let wanted = query.candidate.as_deref();
+    let mut candidates: Vec<Choice> = console
+        .candidates
+        .list()
+        .into_iter()
+        .map(|h| Choice {
+            selected: wanted == Some(h.revision.0.as_str()),
+            label: format!(
+                "{} {} ({}, uploaded here at {})",
+                h.name,
+                h.version,
+                short(&h.revision.0),
+                at(h.at)
+            ),
+            value: h.revision.0,
+        })
+        .collect();
+    for r in store.policy_revisions().await? {
+        if candidates.iter().any(|c| c.value == r.hash) {
+            continue;
+        }
+        candidates.push(Choice {
+            selected: wanted == Some(r.hash.as_str()),
+            label: format!("{} {} ({}, stored)", r.name, r.version, short(&r.hash)),
+            value: r.hash,
+        });
+    }
+    render(&PlaygroundView {
+        input,
+        source,
+        golden,
+        candidates,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExtractBody {
+    text: String,
+}
+
+#[derive(Template)]
+#[template(path = "extracted.html")]
+struct Extracted {
+    revision: String,
+    ids: Vec<String>,
+}
+
+/// The ids the active policy extracts from `text`; nothing is linked.
+pub(super) async fn extract(
+    State(console): State<Console>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Html<String>, ApiError> {
+    let ExtractBody { text } = parse_json(&console.app.caps.tool_result.take(body)?)?;
+    let evaluated = PolicyHandle::from(&console.app.policy)
+        .extract_ids(text)
+        .await
+        .map_err(task_failed)?;
+    let ids = evaluated.value.map_err(policy_error)?;
+    render(&Extracted {
+        revision: evaluated.revision.0,
+        ids,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DecideBody {
+    input: String,
+    #[serde(default)]
+    candidate: String,
+}
+
+struct Answer {
+    revision: String,
+    answer: String,
+    failed: bool,
+}
+
+#[derive(Template)]
+#[template(path = "decided.html")]
+struct Decided {
+    active: Answer,
+    candidate: Option<Answer>,
+}
+
+impl Decided {
+    fn same(&self) -> bool {
+        self.candidate
+            .as_ref()
+            .is_some_and(|c| c.answer == self.active.answer)
+    }
+}
+
+/// One decision's answer line, or the failure line the golden files use.
+fn answer(evaluated: Evaluated<Vec<crate::policy::types::Decision>>) -> Answer {
+    let (answer, failed) = match evaluated.value {
+        Ok(decisions) => match decisions.first().map(answer_line) {
+            Some(Ok(line)) => (line, false),
+            Some(Err(e)) => (failure_line(&e.to_string()), true),
+            None => (failure_line("the policy answered no decision"), true),
+        },
+        Err(e) => (failure_line(&e.to_string()), true),
+    };
+    Answer {
+        revision: evaluated.revision.0,
+        answer,
+        failed,
+    }
+}
+
+/// The active revision's decision on `input`, and the candidate's beside it
+/// if one is named. A malformed input is a 400 naming what is wrong.
+pub(super) async fn decide(
+    State(console): State<Console>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Html<String>, ApiError> {
+    let DecideBody { input, candidate } = parse_json(&console.app.caps.execution.take(body)?)?;
+    let input =
+        decision_input(&input).map_err(|e| ApiError::BadRequest(format!("decision input: {e}")))?;
+    let policy = PolicyHandle::from(&console.app.policy);
+    let active = policy
+        .decide_batch(vec![input.clone()])
+        .await
+        .map_err(task_failed)?;
+    let candidate = match candidate.trim() {
+        "" => None,
+        hash => {
+            let bytes = match console.candidates.get(hash) {
+                Some(held) => held.bytes,
+                None => Arc::new(
+                    console
+                        .app
+                        .store
+                        .policy_revision_wasm(hash)
+                        .await?
+                        .ok_or_else(|| {
+                            ApiError::NotFound(format!(
+                                "no candidate {hash} is held here or stored; upload it again"
+                            ))
+                        })?,
+                ),
+            };
+            let evaluated = policy
+                .run(move |runtime| runtime.decide_candidate(&bytes, &[input]))
+                .await
+                .map_err(task_failed)?
+                .map_err(|e| ApiError::PolicyRejected(vec![e.to_string()]))?;
+            Some(answer(evaluated))
+        }
+    };
+    render(&Decided {
+        active: answer(active),
+        candidate,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "candidate.html")]
+struct HeldView {
+    hash: String,
+    name: String,
+    version: String,
+}
+
+/// 204 when the token may upload a candidate: the page asks first, so a
+/// runtime token is refused before a component of megabytes is sent (a
+/// server that refuses a body it has not read may close the connection
+/// under the browser's upload).
+pub(super) async fn may_hold() -> StatusCode {
+    StatusCode::NO_CONTENT
+}
+
+/// Holds an uploaded component as a candidate (admin only): compiled and
+/// described under the sandbox's limits, refused with the reason if it is
+/// not a policy, never saved or activated.
+pub(super) async fn hold_candidate(
+    State(console): State<Console>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Html<String>, ApiError> {
+    let bytes = console.app.caps.policy.take(body)?;
+    if bytes.is_empty() {
+        return Err(ApiError::BadRequest(
+            "the body must be the candidate component's bytes".into(),
+        ));
+    }
+    let bytes = Arc::new(bytes.to_vec());
+    let compiled = Arc::clone(&bytes);
+    let described = PolicyHandle::from(&console.app.policy)
+        .run(move |runtime| runtime.describe_candidate(&compiled))
+        .await
+        .map_err(task_failed)?
+        .map_err(|e| ApiError::PolicyRejected(vec![e.to_string()]))?;
+    let info = described
+        .value
+        .map_err(|e| ApiError::PolicyRejected(vec![format!("describe failed: {e}")]))?;
+    let held = Held {
+        revision: described.revision,
+        bytes,
+        name: info.name,
+        version: info.version,
+        at: console.app.clock.now(),
+    };
+    let view = HeldView {
+        hash: held.revision.0.clone(),
+        name: held.name.clone(),
+        version: held.version.clone(),
+    };
+    console.candidates.hold(held);
+    render(&view)
+}
+
+fn policy_error(e: PolicyFailure) -> ApiError {
+    match e {
+        PolicyFailure::InputTooLarge(_, max) => ApiError::TooLarge { limit: "text", max },
+        e => ApiError::PolicyUnavailable(e.to_string()),
+    }
+}

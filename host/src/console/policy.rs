@@ -1,0 +1,147 @@
+//! The policy view: the active revision and this process's counters, the
+//! shadow revision and its recent disagreements, and the stored revisions,
+//! with the admin's promote, drop and roll-back buttons (the API's routes).
+
+use askama::Template;
+use axum::extract::State;
+use axum::response::Html;
+
+use super::format::{at, excerpt, render, short, task_failed};
+use super::state::Console;
+use crate::api::ApiError;
+use crate::policy::PolicyHandle;
+
+/// Disagreements shown: the newest; the count says how many there are.
+const RECENT: i64 = 20;
+/// Stored revisions shown, newest first.
+const REVISIONS: usize = 50;
+/// Bytes of a disagreement's input shown.
+const INPUT_BYTES: usize = 2 << 10;
+
+struct Described {
+    hash: String,
+    name: String,
+    version: String,
+}
+
+struct DisagreementView {
+    at: String,
+    session: String,
+    execution: String,
+    active: String,
+    shadow: String,
+    input: String,
+}
+
+struct ShadowView {
+    revision: Described,
+    recorded: i64,
+    decisions: u64,
+    failures: u64,
+    recent: Vec<DisagreementView>,
+}
+
+struct RevisionRow {
+    hash: String,
+    short: String,
+    name: String,
+    version: String,
+    created: String,
+    signed: bool,
+    role: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "policy.html")]
+struct PolicyView {
+    active: Described,
+    counters: Vec<(&'static str, u64)>,
+    shadow: Option<ShadowView>,
+    revisions: Vec<RevisionRow>,
+    more_revisions: usize,
+}
+
+fn described(hash: String, info: Option<crate::policy::types::PolicyInfo>) -> Described {
+    let (name, version) = info.map_or_else(
+        || ("(describe failed)".to_owned(), String::new()),
+        |i| (i.name, i.version),
+    );
+    Described {
+        hash,
+        name,
+        version,
+    }
+}
+
+pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>, ApiError> {
+    let app = &console.app;
+    let policy = PolicyHandle::from(&app.policy);
+    let active = policy.describe().await.map_err(task_failed)?;
+    let shadow = policy
+        .run(|runtime| runtime.shadow_describe())
+        .await
+        .map_err(task_failed)?;
+    let stats = app.policy.stats();
+    let counters = vec![
+        ("evaluations", stats.evaluations),
+        ("failures", stats.failures.values().sum()),
+        ("swaps", stats.swaps),
+        ("fallbacks", stats.fallbacks),
+        ("rejected candidates", stats.rejected_candidates),
+    ];
+    let shadow = match shadow {
+        None => None,
+        Some((revision, info)) => {
+            let recorded = app.store.count_disagreements(&revision.0).await?;
+            let recent = app.store.disagreements(&revision.0, RECENT).await?;
+            let here = app.policy.shadow().stats();
+            Some(ShadowView {
+                revision: described(revision.0, info.ok()),
+                recorded,
+                decisions: here.decisions,
+                failures: here.failures,
+                recent: recent
+                    .into_iter()
+                    .map(|d| DisagreementView {
+                        at: at(d.at),
+                        session: d.session_id.to_string(),
+                        execution: d.execution_id.to_string(),
+                        active: d.active_output,
+                        shadow: d.shadow_output,
+                        input: excerpt(&d.input, INPUT_BYTES).0,
+                    })
+                    .collect(),
+            })
+        }
+    };
+    let active = described(active.revision.0, active.value.ok());
+    let mut revisions = app.store.policy_revisions().await?;
+    let more_revisions = revisions.len().saturating_sub(REVISIONS);
+    revisions.truncate(REVISIONS);
+    let shadow_hash = shadow.as_ref().map(|s| s.revision.hash.as_str());
+    let revisions = revisions
+        .into_iter()
+        .map(|r| RevisionRow {
+            role: if r.hash == active.hash {
+                "active"
+            } else if Some(r.hash.as_str()) == shadow_hash {
+                "shadow"
+            } else {
+                ""
+            },
+            short: short(&r.hash).to_owned(),
+            hash: r.hash,
+            name: r.name,
+            version: r.version,
+            created: at(r.created_at),
+            signed: r.key_id.is_some(),
+        })
+        .collect();
+    render(&PolicyView {
+        active,
+        counters,
+        shadow,
+        revisions,
+        more_revisions,
+    })
+}
