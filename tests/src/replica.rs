@@ -93,6 +93,9 @@ pub struct ReplicaOptions {
     pub listen: String,
     /// More arguments for `serve` (tokens, TLS, overrides).
     pub extra_args: Vec<String>,
+    /// The bearer token the helpers below send (`serve --token`, given in
+    /// `extra_args`); none for a replica without tokens.
+    pub token: Option<String>,
 }
 
 impl ReplicaOptions {
@@ -107,6 +110,7 @@ impl ReplicaOptions {
             wake_listener: true,
             listen: "127.0.0.1:0".into(),
             extra_args: Vec::new(),
+            token: None,
         }
     }
 }
@@ -120,6 +124,7 @@ pub struct Replica {
     /// Its `--worker-id`.
     pub worker_id: String,
     client: reqwest::Client,
+    token: Option<String>,
     stderr: Arc<Mutex<Vec<String>>>,
 }
 
@@ -175,6 +180,7 @@ impl Replica {
             addr,
             worker_id: options.worker_id.clone(),
             client: reqwest::Client::new(),
+            token: options.token.clone(),
             stderr,
         }
     }
@@ -198,6 +204,10 @@ impl Replica {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Value {
+        let request = match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
         let response = request
             .send()
             .await

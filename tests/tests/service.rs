@@ -1,6 +1,7 @@
 //! The service from outside: the HTTP API and its OpenAPI document, the
-//! agent adapters, the real binary end to end, the demo, the documented
-//! flags and README examples, and the layering rules of the house.
+//! console in a real browser, the agent adapters, the real binary end to
+//! end, the demo, the documented flags and README examples, and the
+//! layering rules of the house.
 
 #[path = "agent_adapters.rs"]
 mod agent_adapters;
@@ -8,6 +9,8 @@ mod agent_adapters;
 mod api;
 #[path = "configuration.rs"]
 mod configuration;
+#[path = "console.rs"]
+mod console;
 #[path = "demo.rs"]
 mod demo;
 #[path = "e2e.rs"]

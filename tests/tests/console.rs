@@ -1,0 +1,366 @@
+//! The console at `/ui`, in a real browser (Debian's chromium through
+//! chromedriver) against the real `serve` binary with both tokens.
+//!
+//! One story, as an operator and a policy author would live it: log in
+//! with the runtime token; find the session that went approve → link →
+//! fail → continued and read each step in order; try to promote the shadow
+//! and be refused; extract ids and compare the active decision with the
+//! shadow's in the playground, and be refused a candidate upload. Then as
+//! the admin: upload a candidate, compare, and promote. A screenshot of
+//! each view is left in `target/console-screenshots/`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, ensure, Context, Result};
+use fantoccini::elements::Element;
+use fantoccini::{Client, Locator};
+use nomos_continue::policy::Revision;
+use nomos_continue_tests::browser::Browser;
+use nomos_continue_tests::http::{RecordingServer, Script};
+use nomos_continue_tests::policies::variant;
+use nomos_continue_tests::replica::{binary, Replica, ReplicaOptions};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+const RUNTIME: &str = "runtime-token-for-the-console";
+const ADMIN: &str = "admin-token-for-the-console";
+/// How long a step may take: a continuation, a view, a candidate compile.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+struct Api {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Vec<u8>,
+    ) -> Result<Value> {
+        let response = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .body(body)
+            .send()
+            .await?;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        ensure!(status.is_success(), "{path}: {status} {body}");
+        Ok(body)
+    }
+
+    /// Waits until the session's only link is settled as continued: the
+    /// webhook's request arrives before the delivery is recorded.
+    async fn until_continued(&self, session: Uuid) -> Result<()> {
+        let path = format!("/v1/sessions/{session}");
+        tokio::time::timeout(PATIENCE, async {
+            loop {
+                let body = self
+                    .call(reqwest::Method::GET, &path, RUNTIME, Vec::new())
+                    .await?;
+                if body["links"][0]["outcome"] == "continued" {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .map_err(|_| anyhow!("the link was not settled as continued"))?
+    }
+}
+
+fn screenshots() -> PathBuf {
+    // target/debug/nomos-continue → target/console-screenshots
+    let target = binary()
+        .parent()
+        .and_then(|p| p.parent())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    target.join("console-screenshots")
+}
+
+async fn shoot(client: &Client, name: &str) -> Result<()> {
+    let dir = screenshots();
+    std::fs::create_dir_all(&dir)?;
+    let png = client.screenshot().await?;
+    std::fs::write(dir.join(format!("{name}.png")), png)?;
+    Ok(())
+}
+
+async fn wait(client: &Client, css: &str) -> Result<Element> {
+    client
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(css))
+        .await
+        .with_context(|| format!("waiting for {css}"))
+}
+
+async fn text(client: &Client, css: &str) -> Result<String> {
+    Ok(wait(client, css).await?.text().await?)
+}
+
+async fn log_in(client: &Client, base: &str, token: &str) -> Result<()> {
+    client.goto(&format!("{base}/ui#/sessions")).await?;
+    wait(client, "#login:not([hidden])").await?;
+    wait(client, "#token").await?.send_keys(token).await?;
+    wait(client, "#login button[type=submit]")
+        .await?
+        .click()
+        .await?;
+    wait(client, "#sessions-view").await?;
+    Ok(())
+}
+
+async fn go(client: &Client, hash: &str, view: &str) -> Result<()> {
+    client
+        .execute("location.hash = arguments[0]", vec![json!(hash)])
+        .await?;
+    wait(client, view).await?;
+    Ok(())
+}
+
+/// Clicks a button that asks for confirmation, and accepts.
+async fn confirm_click(client: &Client, css: &str) -> Result<()> {
+    wait(client, css).await?.click().await?;
+    client.accept_alert().await?;
+    Ok(())
+}
+
+async fn upload(client: &Client, file: &std::path::Path) -> Result<()> {
+    wait(client, "#candidate-form input[type=file]")
+        .await?
+        .send_keys(&file.display().to_string())
+        .await?;
+    wait(client, "#candidate-form button[type=submit]")
+        .await?
+        .click()
+        .await?;
+    Ok(())
+}
+
+/// The timeline's steps, in the order the page shows them, with their text.
+async fn steps(client: &Client) -> Result<Vec<(String, String)>> {
+    let mut steps = Vec::new();
+    for event in client.find_all(Locator::Css(".timeline li.event")).await? {
+        let step = event.attr("data-step").await?.unwrap_or_default();
+        steps.push((step, event.text().await?));
+    }
+    Ok(steps)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> Result<()> {
+    let Some(browser) = Browser::start().await? else {
+        return Ok(());
+    };
+    let client = &browser.client;
+    let dir = tempfile::tempdir()?;
+    let database_url = format!("sqlite:{}", dir.path().join("console.db").display());
+    let (_, hook) = RecordingServer::start(Script::statuses([])).await?;
+    let mut options = ReplicaOptions::new(&database_url, &hook.url("/hook"), "console");
+    options.extra_args = ["--token", RUNTIME, "--admin-token", ADMIN]
+        .map(String::from)
+        .to_vec();
+    options.token = Some(RUNTIME.into());
+    let replica = Replica::start(&options).await;
+    let base = format!("http://{}", replica.addr);
+    let api = Api {
+        base: base.clone(),
+        client: reqwest::Client::new(),
+    };
+
+    // The seed's story: approve, link, fail; the system continues.
+    let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
+    replica.approve(session).await;
+    replica.link(session, &[execution]).await;
+    replica
+        .put_status(execution, "failed", "ssh: connection refused")
+        .await;
+    tokio::time::timeout(PATIENCE, hook.wait_for_requests(1))
+        .await
+        .map_err(|_| anyhow!("no continuation; serve said:\n{}", replica.stderr()))?;
+    api.until_continued(session).await?;
+    // A shadow that decides otherwise, put there by the admin.
+    let contrary = std::fs::read(env!("CONTRARY_WASM"))?;
+    let shadow = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/policy?mode=shadow",
+            ADMIN,
+            contrary,
+        )
+        .await?;
+    let shadow = shadow["revision"]
+        .as_str()
+        .context("a revision")?
+        .to_owned();
+
+    // Sessions, as the runtime.
+    log_in(client, &base, RUNTIME).await?;
+    let listed = text(client, ".session-link").await?;
+    ensure!(
+        listed == session.to_string(),
+        "listed {listed}, not {session}"
+    );
+    shoot(client, "sessions").await?;
+    wait(client, "form.search input[name=q]")
+        .await?
+        .send_keys(&execution.to_string())
+        .await?;
+    wait(client, "form.search button").await?.click().await?;
+    let found = text(client, ".found").await?;
+    ensure!(
+        found == format!("execution {execution} is linked to session {session}"),
+        "search said {found:?}"
+    );
+
+    // The timeline: each step, in order.
+    wait(client, ".session-link").await?.click().await?;
+    wait(client, "#session-view").await?;
+    let steps = steps(client).await?;
+    let order: Vec<&str> = steps.iter().map(|(s, _)| s.as_str()).collect();
+    let expected = [
+        "approved",
+        "linked",
+        "finished",
+        "decided",
+        "queued",
+        "delivered",
+        "settled",
+    ];
+    ensure!(
+        order == expected,
+        "the timeline shows {order:?}, expected {expected:?}"
+    );
+    let said = |step: &str| {
+        steps
+            .iter()
+            .find(|(s, _)| s == step)
+            .map(|(_, t)| t.clone())
+    };
+    ensure!(
+        said("finished").is_some_and(|t| t.contains("status failed")),
+        "{steps:?}"
+    );
+    ensure!(
+        said("decided").is_some_and(|t| t.contains("continued by revision")),
+        "{steps:?}"
+    );
+    ensure!(
+        said("delivered").is_some_and(|t| t.contains("delivered at the first attempt")),
+        "{steps:?}"
+    );
+    ensure!(
+        said("settled").is_some_and(|t| t.contains("continued")),
+        "{steps:?}"
+    );
+    shoot(client, "session").await?;
+
+    // The runtime token cannot promote.
+    go(client, "#/policy", "#policy-view").await?;
+    let shown = text(client, "#shadow-policy .revision").await?;
+    ensure!(shown == shadow, "the shadow shown is {shown}, not {shadow}");
+    confirm_click(client, "#promote").await?;
+    let refused = text(client, "#action-result.bad").await?;
+    ensure!(
+        refused.starts_with("403"),
+        "promote with the runtime token: {refused:?}"
+    );
+    let policy = api
+        .call(reqwest::Method::GET, "/v1/policy", RUNTIME, Vec::new())
+        .await?;
+    ensure!(
+        policy["shadow"]["revision"] == shadow.as_str() && policy["revision"] != shadow.as_str(),
+        "a refused promotion changed the policy: {policy}"
+    );
+    shoot(client, "policy").await?;
+
+    // The playground: extract, then compare the active decision with the
+    // shadow's (a stored revision) on a golden case.
+    let hash = format!("#/playground?golden=failed-continues&candidate={shadow}");
+    go(client, &hash, "#playground-view").await?;
+    let named = Uuid::new_v4();
+    wait(client, "#extract-form textarea")
+        .await?
+        .send_keys(&format!("started, execution {named}; see the log"))
+        .await?;
+    wait(client, "#extract-form button").await?.click().await?;
+    let extracted = text(client, ".extracted-id").await?;
+    ensure!(extracted == named.to_string(), "extracted {extracted:?}");
+    wait(client, "#decide-form button").await?.click().await?;
+    let golden = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/decide/failed-continues.out"),
+    )?;
+    let active = text(client, ".active-answer .answer-line").await?;
+    ensure!(
+        active == golden.trim(),
+        "the active policy answered {active}"
+    );
+    let candidate = text(client, ".candidate-answer .answer-line").await?;
+    ensure!(
+        candidate.contains(r#""decision":"drop""#),
+        "the shadow answered {candidate}"
+    );
+    wait(client, ".verdict .differ").await?;
+    client
+        .execute(
+            "document.getElementById('decide-form').scrollIntoView()",
+            vec![],
+        )
+        .await?;
+    shoot(client, "playground").await?;
+    let file = dir.path().join("candidate.wasm");
+    let candidate_bytes = variant("console");
+    std::fs::write(&file, &candidate_bytes)?;
+    upload(client, &file).await?;
+    let refused = text(client, "#candidate-result.bad").await?;
+    ensure!(
+        refused.starts_with("403"),
+        "a candidate upload with the runtime token: {refused:?}"
+    );
+
+    // As the admin: a candidate is held and compared, then the shadow
+    // is promoted from the page.
+    wait(client, "#logout").await?.click().await?;
+    log_in(client, &base, ADMIN).await?;
+    go(
+        client,
+        "#/playground?golden=failed-continues",
+        "#playground-view",
+    )
+    .await?;
+    upload(client, &file).await?;
+    let held = wait(client, "#candidate-result [data-candidate]").await?;
+    let revision = Revision::of(&candidate_bytes).0;
+    ensure!(
+        held.attr("data-candidate").await?.as_deref() == Some(revision.as_str()),
+        "held {:?}",
+        held.text().await?
+    );
+    wait(client, "#decide-form button").await?.click().await?;
+    wait(client, ".verdict .same").await?;
+    let policy = api
+        .call(reqwest::Method::GET, "/v1/policy", RUNTIME, Vec::new())
+        .await?;
+    ensure!(
+        policy["revision"] != revision.as_str(),
+        "a candidate was activated: {policy}"
+    );
+    go(client, "#/policy", "#policy-view").await?;
+    confirm_click(client, "#promote").await?;
+    wait(client, "#shadow-policy .empty").await?;
+    let policy = api
+        .call(reqwest::Method::GET, "/v1/policy", RUNTIME, Vec::new())
+        .await?;
+    ensure!(
+        policy["revision"] == shadow.as_str() && policy["shadow"].is_null(),
+        "the admin's promotion did not take: {policy}"
+    );
+    Ok(())
+}
