@@ -1,5 +1,6 @@
-//! Support for the benchmarks (`host/examples/claim_bench.rs` and
-//! `host/examples/worker_bench/`): bulk fills, `VACUUM`, counts, `EXPLAIN`.
+//! Support for the benchmarks (`host/examples/claim_bench.rs`,
+//! `host/examples/console_bench.rs` and `host/examples/worker_bench/`):
+//! bulk fills, `VACUUM`, counts, `EXPLAIN`.
 //!
 //! Why it lives here: all SQL of the project lives in the store, including
 //! the bulk fills and the `EXPLAIN` the benchmarks print, so a change of the
@@ -160,6 +161,63 @@ pub async fn fill_session_history(store: &Store, sessions: i64, now: DateTime<Ut
     Ok(())
 }
 
+/// Fills one session with `executions` executions, as the worker leaves a
+/// session whose agent ran many tools: a window approved before all of
+/// them, and for each a link, a failed execution, a logged decision to
+/// continue, a delivered continuation and the link settled. PostgreSQL
+/// only; everything ends before `now`, so a worker finds nothing to do.
+pub async fn fill_busy_session(
+    store: &Store,
+    session: Uuid,
+    executions: i64,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    pg(store)?;
+    // Row g: execution, delivery, and when it was linked and failed.
+    const BUSY: &str = "WITH h AS ( \
+           SELECT g, md5('busy-e' || g)::uuid AS execution_id, \
+                  md5('busy-d' || g)::uuid AS delivery_id, \
+                  $2 - make_interval(secs => $1 - g) AS at \
+           FROM generate_series(1, $1) AS g) ";
+    let inserts = [
+        "INSERT INTO nomos_assent_windows \
+           (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
+         SELECT $3, $2 - make_interval(secs => $1 + 1), $2 + interval '30 minutes', 'button', \
+                $1, NULL, $2",
+        "INSERT INTO executions (id, status, result, updated_at, finished_at) \
+         SELECT execution_id, 'failed', 'exit status 1: step ' || g || ' failed', at, at FROM h",
+        "INSERT INTO nomos_policy_decisions \
+           (decided_at, session_id, execution_id, revision, input, output, action, \
+            idempotency_key) \
+         SELECT at, $3, execution_id, 'bench', '{\"step\": ' || g || '}', \
+                '{\"decision\":\"continue\"}', 'continued', 'busy-' || g FROM h",
+        "INSERT INTO nomos_deliveries \
+           (id, session_id, kind, idempotency_key, execution_ids, note, policy_revision, \
+            state, attempts, claims, next_attempt_at, created_at, delivered_at, updated_at) \
+         SELECT delivery_id, $3, 'continuation', 'busy-' || g, ARRAY[execution_id], \
+                'execution ' || execution_id || ' failed: exit status 1', 'bench', \
+                'delivered', 1, 1, at, at, at + interval '1 second', at + interval '1 second' \
+         FROM h",
+        "INSERT INTO nomos_plan_executions \
+           (execution_id, session_id, created_at, continued_at, delivery_id, outcome) \
+         SELECT execution_id, $3, at, at + interval '1 second', delivery_id, 'continued' FROM h",
+    ];
+    for insert in inserts {
+        let sql = if insert.contains(" FROM h") {
+            format!("{BUSY}{insert}")
+        } else {
+            insert.to_owned()
+        };
+        query(sql)
+            .bind(executions)
+            .bind(trunc(now))
+            .bind(session)
+            .execute(store)
+            .await?;
+    }
+    Ok(())
+}
+
 /// One row per `(execution, session)` pair of parameters `$1` (execution
 /// ids) and `$2` (session ids, as many), as columns `id` and `session_id`:
 /// `unnest` of the two arrays on PostgreSQL, the two JSON lists joined by
@@ -239,6 +297,9 @@ pub async fn vacuum_analyze(store: &Store) -> Result<()> {
         "VACUUM ANALYZE executions",
         "VACUUM ANALYZE nomos_deliveries",
         "VACUUM ANALYZE nomos_assent_windows",
+        "VACUUM ANALYZE nomos_sessions",
+        "VACUUM ANALYZE nomos_policy_decisions",
+        "VACUUM ANALYZE nomos_notices",
     ] {
         sqlx::raw_sql(sql).execute(pool).await?;
     }
