@@ -3,7 +3,7 @@
 //!
 //! One story, as an operator and a policy author would live it: log in
 //! with the runtime token; find the session that went approve → link →
-//! fail → continued and read each step in order; try to promote the shadow
+//! fail → continued (and then reported late) and read each step in order; try to promote the shadow
 //! and be refused; extract ids and compare the active decision with the
 //! shadow's in the playground, and be refused a candidate upload. Then as
 //! the admin: upload a candidate, compare, and promote. A screenshot of
@@ -186,6 +186,8 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
         .await
         .map_err(|_| anyhow!("no continuation; serve said:\n{}", replica.stderr()))?;
     api.until_continued(session).await?;
+    // Terminal is final: a later report is kept, not applied.
+    replica.put_status(execution, "completed", "ok").await;
     // A shadow that decides otherwise, put there by the admin.
     let contrary = std::fs::read(env!("CONTRARY_WASM"))?;
     let shadow = api
@@ -233,6 +235,7 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
         "queued",
         "delivered",
         "settled",
+        "late",
     ];
     ensure!(
         order == expected,
@@ -258,6 +261,10 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
     );
     ensure!(
         said("settled").is_some_and(|t| t.contains("continued")),
+        "{steps:?}"
+    );
+    ensure!(
+        said("late").is_some_and(|t| t.contains("late report completed, kept, not applied")),
         "{steps:?}"
     );
     shoot(client, "session").await?;

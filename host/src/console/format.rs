@@ -57,3 +57,47 @@ pub fn short(hash: &str) -> &str {
 pub fn task_failed(e: PolicyTaskFailed) -> ApiError {
     ApiError::PolicyUnavailable(format!("policy task failed: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_text_ends_on_a_character_and_says_how_much_is_left() {
+        assert_eq!(excerpt("short", 10), ("short".to_owned(), 0));
+        // "é" is two bytes: a cut inside it moves back before it.
+        assert_eq!(excerpt("aé b", 2), ("a".to_owned(), 4));
+        assert_eq!(excerpt("aé b", 3), ("aé".to_owned(), 2));
+        assert_eq!(short("0123456789abcdef"), "0123456789ab");
+        assert_eq!(short("abc"), "abc");
+    }
+
+    #[test]
+    fn a_window_reads_open_denied_or_expired_at_the_time_given() {
+        let t = |s: &str| s.parse::<DateTime<Utc>>().expect("a time");
+        let mut window = Window {
+            session_id: uuid::Uuid::nil(),
+            opened_at: t("2026-12-01T04:00:00Z"),
+            expires_at: t("2026-12-01T04:30:00Z"),
+            route: crate::store::Route::Button,
+            continuations: 0,
+            closed_at: None,
+            updated_at: t("2026-12-01T04:00:00Z"),
+        };
+        let at_ = |w: &Window, now| window_state(Some(w), t(now));
+        assert_eq!(
+            at_(&window, "2026-12-01T04:10:00Z"),
+            ("open", "open until 2026-12-01 04:30:00.000Z".to_owned())
+        );
+        assert_eq!(
+            at_(&window, "2026-12-01T04:30:00Z"),
+            ("closed", "expired at 2026-12-01 04:30:00.000Z".to_owned())
+        );
+        window.closed_at = Some(t("2026-12-01T04:05:00Z"));
+        assert_eq!(
+            at_(&window, "2026-12-01T04:10:00Z"),
+            ("closed", "denied at 2026-12-01 04:05:00.000Z".to_owned())
+        );
+        assert_eq!(window_state(None, t("2026-12-01T04:10:00Z")).0, "none");
+    }
+}

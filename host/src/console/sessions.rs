@@ -236,6 +236,7 @@ pub(super) async fn timeline(
     let links = store.session_links(id, links_after, PAGE).await?;
     let ids: Vec<Uuid> = links.items.iter().map(|l| l.execution_id).collect();
     let executions = store.executions(&ids).await?;
+    let late = store.late_reports_of(&ids, i64::from(PAGE) * 4).await?;
     let decisions = store.decisions_on(id, &ids, i64::from(PAGE) * 4).await?;
     let delivery_ids: Vec<Uuid> = links
         .items
@@ -261,6 +262,13 @@ pub(super) async fn timeline(
             let text = format!("status {}", x.status);
             events.push(Event::new(when, step, e, text).with_detail(&x.result));
         }
+    }
+    // Terminal is final: a report after it is kept, not applied.
+    for r in &late {
+        let text = format!("late report {}, kept, not applied", r.status);
+        events.push(
+            Event::new(r.reported_at, "late", Some(r.execution_id), text).with_detail(&r.result),
+        );
     }
     for d in &decisions {
         let n = &d.decision;
