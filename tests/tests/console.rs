@@ -1,11 +1,12 @@
 //! The console at `/ui`, in a real browser (Debian's chromium through
 //! chromedriver) against the real `serve` binary with both tokens.
 //!
-//! One story, as an operator and a policy author would live it: log in
-//! with the runtime token; find the session that went approve → link →
-//! fail → continued (and then reported late) and read each step in order; try to promote the shadow
+//! One story, as an operator and a policy author would live it: be
+//! refused with a wrong token; log in with the runtime token; find the
+//! session that went approve → link → fail → continued (and was then
+//! reported late) and read each step in order; try to promote the shadow
 //! and be refused; extract ids and compare the active decision with the
-//! shadow's in the playground, and be refused a candidate upload. Then as
+//! shadow's in the playground, and be refused a candidate upload. Then, as
 //! the admin: upload a candidate, compare, and promote. A screenshot of
 //! each view is left in `target/console-screenshots/`.
 
@@ -203,7 +204,26 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
         .context("a revision")?
         .to_owned();
 
-    // Sessions, as the runtime.
+    // A wrong token is refused at the door; then the runtime's.
+    client.goto(&format!("{base}/ui#/sessions")).await?;
+    wait(client, "#token")
+        .await?
+        .send_keys("not-a-token")
+        .await?;
+    wait(client, "#login button[type=submit]")
+        .await?
+        .click()
+        .await?;
+    let refused = client
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::XPath(
+            "//p[@id='login-error' and normalize-space() != '']",
+        ))
+        .await?
+        .text()
+        .await?;
+    ensure!(refused == "The server refused this token.", "{refused:?}");
     log_in(client, &base, RUNTIME).await?;
     let listed = text(client, ".session-link").await?;
     ensure!(
@@ -241,32 +261,23 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
         order == expected,
         "the timeline shows {order:?}, expected {expected:?}"
     );
-    let said = |step: &str| {
-        steps
+    let says = [
+        ("finished", "status failed"),
+        ("decided", "continued by revision"),
+        ("delivered", "delivered at the first attempt"),
+        ("settled", "continued"),
+        ("late", "late report completed, kept, not applied"),
+    ];
+    for (step, phrase) in says {
+        let (_, text) = steps
             .iter()
             .find(|(s, _)| s == step)
-            .map(|(_, t)| t.clone())
-    };
-    ensure!(
-        said("finished").is_some_and(|t| t.contains("status failed")),
-        "{steps:?}"
-    );
-    ensure!(
-        said("decided").is_some_and(|t| t.contains("continued by revision")),
-        "{steps:?}"
-    );
-    ensure!(
-        said("delivered").is_some_and(|t| t.contains("delivered at the first attempt")),
-        "{steps:?}"
-    );
-    ensure!(
-        said("settled").is_some_and(|t| t.contains("continued")),
-        "{steps:?}"
-    );
-    ensure!(
-        said("late").is_some_and(|t| t.contains("late report completed, kept, not applied")),
-        "{steps:?}"
-    );
+            .context("every step is shown")?;
+        ensure!(
+            text.contains(phrase),
+            "the {step} step says {text:?}, not {phrase:?}"
+        );
+    }
     shoot(client, "session").await?;
 
     // The runtime token cannot promote.
