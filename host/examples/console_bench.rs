@@ -171,6 +171,10 @@ async fn main() -> Result<()> {
             "/ui/fragments/sessions?filter=failed".into(),
         ),
         (
+            "sessions, filter in-flight",
+            "/ui/fragments/sessions?filter=in-flight".into(),
+        ),
+        (
             "sessions, search by session id",
             format!("/ui/fragments/sessions?q={some_session}"),
         ),

@@ -13,7 +13,8 @@
 -- upsert per session, not per row), and copy the time from the row, which
 -- the writer stamped (no database clock). ON CONFLICT DO NOTHING takes no
 -- lock on a session already listed, so a session's later links never wait
--- on one another here.
+-- on one another here. New sessions are inserted in id order, so two
+-- statements that both bring several new sessions cannot deadlock.
 --
 -- CREATE TRIGGER takes SHARE ROW EXCLUSIVE on the link table for an
 -- instant; while it waits, inserts queue behind it, so it waits at most
@@ -33,7 +34,8 @@ CREATE OR REPLACE FUNCTION nomos_sessions_from_links() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO nomos_sessions (session_id, first_seen_at)
-    SELECT session_id, MIN(created_at) FROM nomos_new_links GROUP BY session_id
+    SELECT session_id, MIN(created_at) FROM nomos_new_links
+    GROUP BY session_id ORDER BY session_id
     ON CONFLICT (session_id) DO NOTHING;
     RETURN NULL;
 END
@@ -43,7 +45,8 @@ CREATE OR REPLACE FUNCTION nomos_sessions_from_windows() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO nomos_sessions (session_id, first_seen_at)
-    SELECT session_id, MIN(opened_at) FROM nomos_new_windows GROUP BY session_id
+    SELECT session_id, MIN(opened_at) FROM nomos_new_windows
+    GROUP BY session_id ORDER BY session_id
     ON CONFLICT (session_id) DO NOTHING;
     RETURN NULL;
 END

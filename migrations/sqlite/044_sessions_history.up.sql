@@ -7,4 +7,5 @@ SELECT session_id, MIN(at) FROM (
     SELECT session_id, opened_at AS at FROM nomos_assent_windows
 ) WHERE true GROUP BY session_id
 ON CONFLICT (session_id) DO UPDATE
-    SET first_seen_at = MIN(first_seen_at, excluded.first_seen_at);
+    SET first_seen_at = excluded.first_seen_at
+    WHERE excluded.first_seen_at < first_seen_at;

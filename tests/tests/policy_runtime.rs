@@ -318,6 +318,32 @@ fn a_broken_candidate_is_rejected_with_reasons_and_the_active_revision_stays() {
     );
 }
 
+/// The console's playground asks the active revision as a trial: however
+/// often it traps there, nothing is counted and nothing falls back, so a
+/// runtime token pasting inputs cannot take the policy out of service.
+#[test]
+fn trials_never_count_toward_a_fall_back() {
+    let runtime = PolicyRuntime::new(Limits::default()).expect("the built-in policy loads");
+    let bad = runtime
+        .activate(&hostile_bytes())
+        .expect("the hostile policy passes vetting");
+    let before = runtime.stats();
+    for _ in 0..DEFAULT_FALLBACK_AFTER * 2 {
+        let answer = runtime.trial_decide(&[input("trap")]);
+        assert_eq!(answer.revision, bad);
+        assert!(matches!(answer.value, Err(PolicyFailure::Trap(_))));
+    }
+    let extracted = runtime.trial_extract_ids(&format!("running, execution {EXECUTION}"));
+    assert_eq!(extracted.value, Ok(vec![EXECUTION.to_owned()]));
+    assert_eq!(runtime.active_revision(), bad, "a trial made it fall back");
+    assert_eq!(runtime.stats(), before, "a trial was counted");
+    // A live call still counts: the trials left the count of faults at 0.
+    for _ in 1..DEFAULT_FALLBACK_AFTER {
+        let _ = runtime.decide_batch(&[input("trap")]);
+    }
+    assert_eq!(runtime.active_revision(), bad);
+}
+
 #[test]
 fn consecutive_faults_fall_back_to_the_previous_revision_and_quarantine_the_bad_one() {
     let runtime = PolicyRuntime::new(Limits::default()).expect("the built-in policy loads");

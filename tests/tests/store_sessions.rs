@@ -1,11 +1,11 @@
 //! The console's reads on both backends: sessions listed once each, newest
 //! first, a page at a time (kept by the triggers of migration 043, whoever
 //! inserts the link or the window), filtered, and found by an execution id;
-//! and the decisions and deliveries of one page of a session's links.
+//! and the steps of one page of a session's links, long texts cut.
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{
-    NewDecision, NoticeAbout, SessionFilter, SessionRow, Store, StoreError,
+    NewDecision, NoticeAbout, SessionFilter, SessionRow, Store, StoreError, SHOWN_CHARS,
 };
 use uuid::Uuid;
 
@@ -13,7 +13,8 @@ nomos_continue_tests::on_both_stores!(
     sessions_are_listed_once_newest_first_a_page_at_a_time,
     a_filter_lists_only_the_sessions_it_names,
     an_execution_id_finds_its_session,
-    the_decisions_of_a_page_of_links_are_read_for_those_links_only,
+    a_timeline_page_reads_its_links_steps_with_long_texts_cut,
+    the_open_filter_pages_like_the_others,
     a_session_inserted_behind_the_store_is_listed
 );
 
@@ -193,18 +194,20 @@ async fn an_execution_id_finds_its_session(store: Store) {
     );
 }
 
-async fn the_decisions_of_a_page_of_links_are_read_for_those_links_only(store: Store) {
+async fn a_timeline_page_reads_its_links_steps_with_long_texts_cut(store: Store) {
     let session = Uuid::new_v4();
     let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
     store
         .link(session, &[first, second], at(0))
         .await
         .expect("link");
-    let decision = |execution: Uuid, action: &str| NewDecision {
+    // "é" is two bytes and one character: the cut counts characters.
+    let long: String = "é".repeat(SHOWN_CHARS as usize + 10);
+    let decision = |execution: Uuid, action: &str, input: &str| NewDecision {
         session_id: session,
         execution_id: execution,
         revision: "r".into(),
-        input: "{}".into(),
+        input: input.into(),
         output: "{}".into(),
         action: action.into(),
         idempotency_key: None,
@@ -213,30 +216,103 @@ async fn the_decisions_of_a_page_of_links_are_read_for_those_links_only(store: S
     store
         .record_decisions(
             &[
-                decision(first, "waited"),
-                decision(second, "dropped"),
-                decision(first, "continued"),
+                decision(first, "waited", &long),
+                decision(second, "dropped", "{}"),
+                decision(first, "continued", "{}"),
             ],
             at(1),
         )
         .await
         .expect("record");
     let read = store
-        .decisions_on(session, &[first], 10)
+        .shown_decisions(session, &[first], 10)
         .await
         .expect("read");
-    let actions: Vec<&str> = read.iter().map(|d| d.decision.action.as_str()).collect();
-    assert_eq!(actions, ["waited", "continued"]);
+    let actions: Vec<(&str, usize, i64)> = read
+        .iter()
+        .map(|d| {
+            let n = &d.row.decision;
+            (n.action.as_str(), n.input.chars().count(), d.left_out)
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [("waited", SHOWN_CHARS as usize, 10), ("continued", 2, 0)]
+    );
     assert!(store
-        .decisions_on(Uuid::new_v4(), &[first], 10)
+        .shown_decisions(Uuid::new_v4(), &[first], 10)
         .await
         .expect("read")
         .is_empty());
+
+    store
+        .upsert_execution_status(first, "failed", &long, at(2), true)
+        .await
+        .expect("report");
+    store
+        .upsert_execution_status(first, "completed", "ok", at(3), true)
+        .await
+        .expect("late report");
+    let executions = store
+        .shown_executions(&[first, second])
+        .await
+        .expect("read");
+    assert_eq!(executions.len(), 1, "the second has not reported");
+    assert_eq!(
+        (
+            executions[0].row.result.chars().count(),
+            executions[0].left_out
+        ),
+        (SHOWN_CHARS as usize, 10)
+    );
+    let late = store.shown_late_reports(&[first], 10).await.expect("read");
+    assert_eq!(
+        late.iter()
+            .map(|r| (r.row.status.as_str(), r.left_out))
+            .collect::<Vec<_>>(),
+        [("completed", 0)]
+    );
     assert!(store
-        .deliveries_by_id(&[Uuid::new_v4()])
+        .shown_deliveries(&[Uuid::new_v4()])
         .await
         .expect("read")
         .is_empty());
+    let ledger = store.shown_ledger(session, None, 10).await.expect("read");
+    assert!(ledger.items.is_empty() && ledger.next.is_none());
+}
+
+/// Only the open filter binds the time, so its keyset placeholders come
+/// one later: a second page of it must still follow the first.
+async fn the_open_filter_pages_like_the_others(store: Store) {
+    let (older, newer) = (Uuid::new_v4(), Uuid::new_v4());
+    let route = || "button".parse().expect("route");
+    for (session, minute) in [(older, 0), (newer, 1)] {
+        store
+            .approve(session, route(), at(minute), Duration::minutes(30))
+            .await
+            .expect("approve");
+    }
+    let first = store
+        .sessions_page(SessionFilter::Open, None, 1, at(2))
+        .await
+        .expect("first page");
+    assert_eq!(
+        first.items.iter().map(|r| r.session_id).collect::<Vec<_>>(),
+        [newer]
+    );
+    let second = store
+        .sessions_page(SessionFilter::Open, first.next, 1, at(2))
+        .await
+        .expect("second page");
+    assert_eq!(
+        second
+            .items
+            .iter()
+            .map(|r| r.session_id)
+            .collect::<Vec<_>>(),
+        [older]
+    );
+    assert_eq!(second.next, None);
 }
 
 /// The runtime may insert links into the seed's table itself: the trigger

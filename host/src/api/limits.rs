@@ -77,6 +77,9 @@ pub struct BodyCaps {
     pub small: BodyCap,
     /// `PUT /v1/policy`.
     pub policy: BodyCap,
+    /// The console's playground decide: a decision input (quoting a result
+    /// up to the text limit) sent as a JSON string, so escaped twice.
+    pub decision_input: BodyCap,
 }
 
 impl BodyCaps {
@@ -103,6 +106,10 @@ impl BodyCaps {
             policy: BodyCap {
                 name: "policy_bytes",
                 max: MAX_POLICY_BYTES,
+            },
+            decision_input: BodyCap {
+                name: "decision_input_body_bytes",
+                max: 2 * text + JSON_OVERHEAD,
             },
         }
     }

@@ -35,6 +35,7 @@ mod playground;
 mod policy;
 mod sessions;
 mod state;
+mod timeline;
 
 use std::sync::Arc;
 
@@ -73,7 +74,7 @@ pub fn router(app: AppState) -> Router {
         .route("/ui/fragments/sessions", get(sessions::list))
         .route(
             "/ui/fragments/sessions/{session_id}",
-            get(sessions::timeline),
+            get(timeline::timeline),
         )
         .route("/ui/fragments/policy", get(policy::view))
         .route("/ui/fragments/playground", get(playground::view))
@@ -83,7 +84,7 @@ pub fn router(app: AppState) -> Router {
         )
         .route(
             "/ui/fragments/playground/decide",
-            post(playground::decide).layer(caps.execution.layer()),
+            post(playground::decide).layer(caps.decision_input.layer()),
         )
         .route_layer(middleware::from_fn_with_state(
             (app.clone(), Scope::Runtime),

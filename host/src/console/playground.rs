@@ -3,10 +3,12 @@
 //! (pre-filled from a recorded decision or a golden case).
 //!
 //! A candidate is a revision held here after an admin's upload (see
-//! `candidates`) or any stored revision. It runs in the active runtime's
-//! sandbox, under the same limits, through
-//! [`PolicyRuntime::decide_candidate`](crate::policy::PolicyRuntime::decide_candidate):
-//! evaluated, never vetted into service or activated.
+//! `candidates`) or any stored revision. Both, and the active revision,
+//! answer as trials ([`PolicyRuntime::trial_decide`] and its siblings): in
+//! the active runtime's sandbox, under the same limits, never counted,
+//! never activated, and a failure never counts toward a fall-back.
+//!
+//! [`PolicyRuntime::trial_decide`]: crate::policy::PolicyRuntime::trial_decide
 
 use std::sync::Arc;
 
@@ -23,11 +25,16 @@ use super::format::{at, render, short, task_failed};
 use super::state::Console;
 use crate::api::{parse_json, ApiError};
 use crate::policy::codec::{answer_line, decision_input, failure_line};
-use crate::policy::{Evaluated, PolicyFailure, PolicyHandle};
+use crate::policy::types::{Decision, DecisionInput};
+use crate::policy::{Evaluated, PolicyFailure, PolicyHandle, Revision};
 
 /// The golden `decide` cases with an expected answer, by name (written by
 /// the build script from `tests/golden/decide`).
 const GOLDEN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/golden_decide.rs"));
+
+/// Stored revisions offered as candidates, newest first (any other can be
+/// named by its hash: `#/playground?candidate=HASH`).
+const CANDIDATES: i64 = 50;
 
 /// The case the decide form starts from when nothing else is asked for.
 const FIRST_CASE: &str = "failed-continues";
@@ -108,7 +115,7 @@ pub(super) async fn view(
             value: h.revision.0,
         })
         .collect();
-    for r in store.policy_revisions().await? {
+    for r in store.recent_policy_revisions(CANDIDATES).await? {
         if candidates.iter().any(|c| c.value == r.hash) {
             continue;
         }
@@ -116,6 +123,13 @@ pub(super) async fn view(
             selected: wanted == Some(r.hash.as_str()),
             label: format!("{} {} ({}, stored)", r.name, r.version, short(&r.hash)),
             value: r.hash,
+        });
+    }
+    if let Some(hash) = wanted.filter(|w| !candidates.iter().any(|c| c.value == *w)) {
+        candidates.push(Choice {
+            value: hash.to_owned(),
+            label: format!("{} (named)", short(hash)),
+            selected: true,
         });
     }
     render(&PlaygroundView {
@@ -146,7 +160,7 @@ pub(super) async fn extract(
 ) -> Result<Html<String>, ApiError> {
     let ExtractBody { text } = parse_json(&console.app.caps.tool_result.take(body)?)?;
     let evaluated = PolicyHandle::from(&console.app.policy)
-        .extract_ids(text)
+        .run(move |runtime| runtime.trial_extract_ids(&text))
         .await
         .map_err(task_failed)?;
     let ids = evaluated.value.map_err(policy_error)?;
@@ -186,7 +200,7 @@ impl Decided {
 }
 
 /// One decision's answer line, or the failure line the golden files use.
-fn answer(evaluated: Evaluated<Vec<crate::policy::types::Decision>>) -> Answer {
+fn answer(evaluated: Evaluated<Vec<Decision>>) -> Answer {
     let (answer, failed) = match evaluated.value {
         Ok(decisions) => match decisions.first().map(answer_line) {
             Some(Ok(line)) => (line, false),
@@ -208,44 +222,69 @@ pub(super) async fn decide(
     State(console): State<Console>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Html<String>, ApiError> {
-    let DecideBody { input, candidate } = parse_json(&console.app.caps.execution.take(body)?)?;
+    let DecideBody { input, candidate } = parse_json(&console.app.caps.decision_input.take(body)?)?;
     let input =
         decision_input(&input).map_err(|e| ApiError::BadRequest(format!("decision input: {e}")))?;
     let policy = PolicyHandle::from(&console.app.policy);
+    let inputs = vec![input];
+    let asked = inputs.clone();
     let active = policy
-        .decide_batch(vec![input.clone()])
+        .run(move |runtime| runtime.trial_decide(&asked))
         .await
         .map_err(task_failed)?;
     let candidate = match candidate.trim() {
         "" => None,
-        hash => {
-            let bytes = match console.candidates.get(hash) {
-                Some(held) => held.bytes,
-                None => Arc::new(
-                    console
-                        .app
-                        .store
-                        .policy_revision_wasm(hash)
-                        .await?
-                        .ok_or_else(|| {
-                            ApiError::NotFound(format!(
-                                "no candidate {hash} is held here or stored; upload it again"
-                            ))
-                        })?,
-                ),
-            };
-            let evaluated = policy
-                .run(move |runtime| runtime.decide_candidate(&bytes, &[input]))
-                .await
-                .map_err(task_failed)?
-                .map_err(|e| ApiError::PolicyRejected(vec![e.to_string()]))?;
-            Some(answer(evaluated))
-        }
+        hash => Some(answer(decide_candidate(&console, hash, inputs).await?)),
     };
     render(&Decided {
         active: answer(active),
         candidate,
     })
+}
+
+/// The candidate's decisions: a held upload, or a stored revision. The
+/// bytes (up to the upload cap) are fetched only if this process does not
+/// hold the revision compiled.
+async fn decide_candidate(
+    console: &Console,
+    hash: &str,
+    inputs: Vec<DecisionInput>,
+) -> Result<Evaluated<Vec<Decision>>, ApiError> {
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ApiError::BadRequest(format!(
+            "candidate {hash:?} is not a revision (64 hex digits)"
+        )));
+    }
+    let policy = PolicyHandle::from(&console.app.policy);
+    let revision = Revision(hash.to_owned());
+    let asked = inputs.clone();
+    if let Some(kept) = policy
+        .run(move |runtime| runtime.trial_decide_kept(&revision, &asked))
+        .await
+        .map_err(task_failed)?
+    {
+        return Ok(kept);
+    }
+    let bytes = match console.candidates.get(hash) {
+        Some(held) => held.bytes,
+        None => Arc::new(
+            console
+                .app
+                .store
+                .policy_revision_wasm(hash)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::NotFound(format!(
+                        "no candidate {hash} is held here or stored; upload it again"
+                    ))
+                })?,
+        ),
+    };
+    policy
+        .run(move |runtime| runtime.trial_decide_with(&bytes, &inputs))
+        .await
+        .map_err(task_failed)?
+        .map_err(|e| ApiError::PolicyRejected(vec![e.to_string()]))
 }
 
 #[derive(Template)]
@@ -280,7 +319,7 @@ pub(super) async fn hold_candidate(
     let bytes = Arc::new(bytes.to_vec());
     let compiled = Arc::clone(&bytes);
     let described = PolicyHandle::from(&console.app.policy)
-        .run(move |runtime| runtime.describe_candidate(&compiled))
+        .run(move |runtime| runtime.trial_describe(&compiled))
         .await
         .map_err(task_failed)?
         .map_err(|e| ApiError::PolicyRejected(vec![e.to_string()]))?;

@@ -15,6 +15,8 @@ use crate::policy::PolicyHandle;
 const RECENT: i64 = 20;
 /// Stored revisions shown, newest first.
 const REVISIONS: usize = 50;
+/// Disagreements counted at most: beyond, the page says "more than".
+const COUNTED: i64 = 10_000;
 /// Bytes of a disagreement's input shown.
 const INPUT_BYTES: usize = 2 << 10;
 
@@ -35,7 +37,7 @@ struct DisagreementView {
 
 struct ShadowView {
     revision: Described,
-    recorded: i64,
+    recorded: String,
     decisions: u64,
     failures: u64,
     recent: Vec<DisagreementView>,
@@ -58,7 +60,7 @@ struct PolicyView {
     counters: Vec<(&'static str, u64)>,
     shadow: Option<ShadowView>,
     revisions: Vec<RevisionRow>,
-    more_revisions: usize,
+    more_revisions: bool,
 }
 
 fn described(hash: String, info: Option<crate::policy::types::PolicyInfo>) -> Described {
@@ -92,7 +94,15 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
     let shadow = match shadow {
         None => None,
         Some((revision, info)) => {
-            let recorded = app.store.count_disagreements(&revision.0).await?;
+            let recorded = app
+                .store
+                .count_disagreements_up_to(&revision.0, COUNTED + 1)
+                .await?;
+            let recorded = if recorded > COUNTED {
+                format!("more than {COUNTED}")
+            } else {
+                recorded.to_string()
+            };
             let recent = app.store.disagreements(&revision.0, RECENT).await?;
             let here = app.policy.shadow().stats();
             Some(ShadowView {
@@ -115,8 +125,11 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
         }
     };
     let active = described(active.revision.0, active.value.ok());
-    let mut revisions = app.store.policy_revisions().await?;
-    let more_revisions = revisions.len().saturating_sub(REVISIONS);
+    let mut revisions = app
+        .store
+        .recent_policy_revisions(REVISIONS as i64 + 1)
+        .await?;
+    let more_revisions = revisions.len() > REVISIONS;
     revisions.truncate(REVISIONS);
     let shadow_hash = shadow.as_ref().map(|s| s.revision.hash.as_str());
     let revisions = revisions

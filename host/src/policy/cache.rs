@@ -78,7 +78,7 @@ impl CompiledRevisions {
     }
 
     /// The kept revision, marked most recently used.
-    fn take_kept(&self, revision: &Revision) -> Option<Arc<CompiledPolicy>> {
+    pub(crate) fn take_kept(&self, revision: &Revision) -> Option<Arc<CompiledPolicy>> {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let at = kept.iter().position(|c| &c.revision == revision)?;
         let found = kept.remove(at)?;

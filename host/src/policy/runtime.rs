@@ -240,40 +240,68 @@ impl PolicyRuntime {
         self.run(|s, p| eval::decide_batch(s, p, inputs))
     }
 
-    /// Decides `inputs` with a revision that is not active (the console's
-    /// playground candidate); see [`Self::on_candidate`].
-    pub fn decide_candidate(
+    /// The ids the active revision extracts from `text`, as a trial (see
+    /// [`Self::trial`]): what the console's playground shows.
+    pub fn trial_extract_ids(&self, text: &str) -> Evaluated<Vec<String>> {
+        self.trial(&self.active(), |s, p| eval::extract_ids(s, p, text))
+    }
+
+    /// The active revision's decisions on `inputs`, as a trial.
+    pub fn trial_decide(&self, inputs: &[t::DecisionInput]) -> Evaluated<Vec<t::Decision>> {
+        self.trial(&self.active(), |s, p| eval::decide_batch(s, p, inputs))
+    }
+
+    /// A revision's decisions on `inputs`, as a trial, whether or not it is
+    /// active (the playground's candidate): compiled, or found compiled, in
+    /// this runtime's sandbox, so under the active revision's limits, and
+    /// never vetted or activated.
+    pub fn trial_decide_with(
         &self,
         bytes: &[u8],
         inputs: &[t::DecisionInput],
     ) -> Result<Evaluated<Vec<t::Decision>>, PolicyError> {
-        self.on_candidate(bytes, |s, p| eval::decide_batch(s, p, inputs))
+        let compiled = self.compile(bytes)?;
+        Ok(self.trial(&compiled, |s, p| eval::decide_batch(s, p, inputs)))
     }
 
-    /// A revision's name and version without activating it; see
-    /// [`Self::on_candidate`].
-    pub fn describe_candidate(
+    /// [`Self::trial_decide_with`] on a revision this runtime holds
+    /// compiled; `None` if it does not, so a caller fetches the bytes (up
+    /// to the upload cap) only when a compile needs them.
+    pub fn trial_decide_kept(
         &self,
-        bytes: &[u8],
-    ) -> Result<Evaluated<t::PolicyInfo>, PolicyError> {
-        self.on_candidate(bytes, eval::describe)
+        revision: &Revision,
+        inputs: &[t::DecisionInput],
+    ) -> Option<Evaluated<Vec<t::Decision>>> {
+        let compiled = self.compiled.take_kept(revision)?;
+        Some(self.trial(&compiled, |s, p| eval::decide_batch(s, p, inputs)))
     }
 
-    /// Runs `call` on a revision that is not active: compiled (or found
-    /// compiled) in this runtime's sandbox, so under the active revision's
-    /// limits, but never vetted, activated or counted in the active
-    /// revision's counters: nothing it answers can act.
-    fn on_candidate<T>(
+    /// A revision's name and version, as a trial; see
+    /// [`Self::trial_decide_with`].
+    pub fn trial_describe(&self, bytes: &[u8]) -> Result<Evaluated<t::PolicyInfo>, PolicyError> {
+        let compiled = self.compile(bytes)?;
+        Ok(self.trial(&compiled, eval::describe))
+    }
+
+    fn compile(&self, bytes: &[u8]) -> Result<Arc<CompiledPolicy>, PolicyError> {
+        self.compiled
+            .get_or_compile(&self.sandbox, &Revision::of(bytes), bytes)
+    }
+
+    /// Runs `call` outside the live path: not counted in the runtime's
+    /// counters, and a failure never counts toward a fall-back. A question
+    /// asked from the console must not be able to take the active revision
+    /// out of service (three trapping inputs would otherwise do it, with
+    /// only the runtime token).
+    fn trial<T>(
         &self,
-        bytes: &[u8],
+        policy: &CompiledPolicy,
         call: impl FnOnce(&Sandbox, &CompiledPolicy) -> Result<T, PolicyFailure>,
-    ) -> Result<Evaluated<T>, PolicyError> {
-        let revision = Revision::of(bytes);
-        let compiled = self
-            .compiled
-            .get_or_compile(&self.sandbox, &revision, bytes)?;
-        let value = call(&self.sandbox, &compiled);
-        Ok(Evaluated { revision, value })
+    ) -> Evaluated<T> {
+        Evaluated {
+            revision: policy.revision.clone(),
+            value: call(&self.sandbox, policy),
+        }
     }
 
     /// The SOUL text.

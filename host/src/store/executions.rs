@@ -143,20 +143,10 @@ impl Store {
     /// and were recorded, not applied (see
     /// [`Store::upsert_execution_status`]), in arrival order.
     pub async fn late_reports(&self, id: Uuid) -> Result<Vec<LateReport>> {
-        self.late_reports_of(&[id], i64::MAX).await
-    }
-
-    /// The late reports of any of `ids`, in arrival order, at most `limit`
-    /// (a page of a session's timeline reads its executions' in one query).
-    pub async fn late_reports_of(&self, ids: &[Uuid], limit: i64) -> Result<Vec<LateReport>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
         let sql = format!(
-            "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id {} ORDER BY id LIMIT $2",
-            self.backend().in_ids("$1")
+            "SELECT {LATE_COLS} FROM nomos_late_reports WHERE execution_id = $1 ORDER BY id"
         );
-        let rows = query(sql).bind(ids).bind(limit).fetch_all(self).await?;
+        let rows = query(sql).bind(id).fetch_all(self).await?;
         rows.iter().map(decode::late_report).collect()
     }
 

@@ -61,6 +61,14 @@ pub struct Delivery {
     pub shortages: i32,
 }
 
+/// So a page of deliveries and a page of deliveries with more read beside
+/// them share one keyset query (see `summary::ledger_page`).
+impl AsRef<Delivery> for Delivery {
+    fn as_ref(&self) -> &Delivery {
+        self
+    }
+}
+
 impl Delivery {
     /// The claim this row is held under, if it is claimed.
     pub fn claim(&self) -> Option<Claim> {

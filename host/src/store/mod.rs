@@ -79,10 +79,12 @@ pub use shadow::Disagreement;
 mod sessions;
 pub use sessions::{SessionCursor, SessionFilter, SessionRow};
 mod summary;
+mod timeline;
 pub use summary::{
     check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,
     SessionSummary, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
 };
+pub use timeline::{Shown, SHOWN_CHARS};
 mod turns;
 mod types;
 mod windows;

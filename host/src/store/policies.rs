@@ -136,9 +136,16 @@ impl Store {
     /// Every stored revision without its bytes, newest first (for the API
     /// and `policy` CLI).
     pub async fn policy_revisions(&self) -> Result<Vec<PolicyRevision>> {
+        self.recent_policy_revisions(i64::MAX).await
+    }
+
+    /// The newest `limit` stored revisions without their bytes, newest
+    /// first (a page of the console shows some, not every build ever
+    /// uploaded).
+    pub async fn recent_policy_revisions(&self, limit: i64) -> Result<Vec<PolicyRevision>> {
         const SQL: &str = "SELECT hash, name, version, created_at, key_id \
              FROM nomos_policy_revisions \
-             ORDER BY created_at DESC, hash";
+             ORDER BY created_at DESC, hash LIMIT $1";
         fn build<R: RowExt>(r: &R) -> Result<PolicyRevision> {
             Ok(PolicyRevision {
                 hash: r.text("hash")?,
@@ -149,6 +156,7 @@ impl Store {
             })
         }
         query(SQL)
+            .bind(limit)
             .fetch_all(self)
             .await?
             .iter()

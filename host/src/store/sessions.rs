@@ -17,13 +17,11 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::decisions::{logged, COLS as DECISION_COLS};
 use super::decode::{self, RowExt, WINDOW_COLS};
-use super::deliveries::delivery_cols;
 use super::dialect::query;
 use super::summary::{into_page, time_and_id};
-use super::types::{Delivery, Window};
-use super::{check_limit, LoggedDecision, Page, Result, Store, StoreError};
+use super::types::Window;
+use super::{check_limit, Page, Result, Store, StoreError};
 
 /// Which sessions a page lists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -255,44 +253,5 @@ impl Store {
             .fetch_optional(self)
             .await?;
         found.map(|r| r.uuid("session_id")).transpose()
-    }
-
-    /// The ledger rows with these ids (a page of links' continuations).
-    pub async fn deliveries_by_id(&self, ids: &[Uuid]) -> Result<Vec<Delivery>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT {} FROM nomos_deliveries WHERE id {} ORDER BY created_at, id",
-            delivery_cols!(),
-            self.backend().in_ids("$1")
-        );
-        let rows = query(sql).bind(ids).fetch_all(self).await?;
-        rows.iter().map(decode::delivery).collect()
-    }
-
-    /// The recorded decisions on these executions of the session, oldest
-    /// first, at most `limit` (a page of links has few each).
-    pub async fn decisions_on(
-        &self,
-        session_id: Uuid,
-        execution_ids: &[Uuid],
-        limit: i64,
-    ) -> Result<Vec<LoggedDecision>> {
-        if execution_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT {DECISION_COLS} FROM nomos_policy_decisions \
-             WHERE session_id = $1 AND execution_id {} ORDER BY id LIMIT $3",
-            self.backend().in_ids("$2")
-        );
-        let rows = query(sql)
-            .bind(session_id)
-            .bind(execution_ids)
-            .bind(limit)
-            .fetch_all(self)
-            .await?;
-        rows.iter().map(logged).collect()
     }
 }

@@ -150,10 +150,24 @@ impl Store {
     /// How many disagreements were recorded for `shadow_revision`, by
     /// every replica.
     pub async fn count_disagreements(&self, shadow_revision: &str) -> Result<i64> {
+        self.count_disagreements_up_to(shadow_revision, i64::MAX)
+            .await
+    }
+
+    /// [`Self::count_disagreements`], counting no further than `at_most`:
+    /// a page that only needs "more than N" reads N rows, not every row of
+    /// a shadow left running for weeks.
+    pub async fn count_disagreements_up_to(
+        &self,
+        shadow_revision: &str,
+        at_most: i64,
+    ) -> Result<i64> {
         let row = query(
-            "SELECT COUNT(*) AS n FROM nomos_policy_disagreements WHERE shadow_revision = $1",
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM nomos_policy_disagreements \
+             WHERE shadow_revision = $1 LIMIT $2) AS d",
         )
         .bind(shadow_revision)
+        .bind(at_most)
         .fetch_one(self)
         .await?;
         row.bigint("n")

@@ -26,7 +26,7 @@ use uuid::Uuid;
 use super::chat_history::{notice, SessionNotice, NOTICE_COLS};
 use super::decode::{self, RowExt};
 use super::deliveries::delivery_cols;
-use super::dialect::{from_micros, query};
+use super::dialect::{from_micros, query, Row};
 use super::links::LINK_COLS;
 use super::types::{Delivery, Link, Window};
 use super::{Result, Store, StoreError};
@@ -312,6 +312,26 @@ impl Store {
         after: Option<DeliveryCursor>,
         limit: u32,
     ) -> Result<Page<Delivery, DeliveryCursor>> {
+        let page = self
+            .ledger_page(session_id, after, limit, delivery_cols!(), decode::delivery)
+            .await?;
+        Ok(page)
+    }
+
+    /// [`Self::session_deliveries`] selecting `cols`, each row read by
+    /// `read` into a delivery and what else the columns hold (the console
+    /// reads notes cut).
+    pub(super) async fn ledger_page<T>(
+        &self,
+        session_id: Uuid,
+        after: Option<DeliveryCursor>,
+        limit: u32,
+        cols: &str,
+        read: impl Fn(&Row) -> Result<T>,
+    ) -> Result<Page<T, DeliveryCursor>>
+    where
+        T: AsRef<Delivery>,
+    {
         let limit = check_limit(limit)?;
         let keyset = if after.is_some() {
             "AND created_at <= $3 AND (created_at, id) < ($3, $4)"
@@ -319,22 +339,21 @@ impl Store {
             ""
         };
         let sql = format!(
-            "SELECT {} FROM nomos_deliveries WHERE session_id = $1 {keyset} \
-             ORDER BY created_at DESC, id DESC LIMIT $2",
-            delivery_cols!()
+            "SELECT {cols} FROM nomos_deliveries WHERE session_id = $1 {keyset} \
+             ORDER BY created_at DESC, id DESC LIMIT $2"
         );
         let mut q = query(sql).bind(session_id).bind(i64::from(limit) + 1);
         if let Some(c) = after {
             q = q.bind(c.created_at).bind(c.id);
         }
         let rows = q.fetch_all(self).await?;
-        let deliveries = rows
-            .iter()
-            .map(decode::delivery)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(into_page(deliveries, limit, |d| DeliveryCursor {
-            created_at: d.created_at,
-            id: d.id,
+        let items = rows.iter().map(read).collect::<Result<Vec<_>>>()?;
+        Ok(into_page(items, limit, |item| {
+            let d = item.as_ref();
+            DeliveryCursor {
+                created_at: d.created_at,
+                id: d.id,
+            }
         }))
     }
 
