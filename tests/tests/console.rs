@@ -279,6 +279,22 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
         );
     }
     shoot(client, "session").await?;
+    // The decision's input, taken to the playground as it was recorded.
+    wait(client, ".step-decided a.try").await?.click().await?;
+    wait(client, "#playground-view").await?;
+    let source = text(client, ".source").await?;
+    ensure!(
+        source.starts_with("input from recorded decision"),
+        "the playground took its input from {source:?}"
+    );
+    let input = wait(client, "#decide-form textarea")
+        .await?
+        .prop("value")
+        .await?;
+    ensure!(
+        input.is_some_and(|i| i.contains(&execution.to_string())),
+        "the recorded input is not the execution's"
+    );
 
     // The runtime token cannot promote.
     go(client, "#/policy", "#policy-view").await?;
