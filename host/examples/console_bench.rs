@@ -6,7 +6,7 @@
 //! ```text
 //! cargo build --release -p nomos-continue --example console_bench
 //! target/release/examples/console_bench [--sessions 10000] [--executions 5000] \
-//!     [--running 10000] [--samples 20] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
+//!     [--running 10000] [--text-chars 0] [--samples 20] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
 //! ```
 //!
 //! A database `nomos_bench_console` is dropped and created. It is filled
@@ -14,7 +14,10 @@
 //! delivered continuation each) and one session with `--executions`
 //! executions, each linked, failed, decided, continued and settled; and
 //! `--running` (10,000) executions still running, ten to a session, in the
-//! newest sessions. Then `VACUUM ANALYZE`, as autovacuum would leave it. Each view is fetched
+//! newest sessions. `--text-chars` makes each of the busy session's
+//! results, decision inputs and notes that long (a line by default), to
+//! show what reading them cut saves. Then `VACUUM ANALYZE`, as autovacuum
+//! would leave it. Each view is fetched
 //! `--samples` times after one warm-up; the table gives the median and the
 //! slowest, and the size of the HTML.
 
@@ -34,6 +37,7 @@ struct Args {
     sessions: i64,
     executions: i64,
     running: usize,
+    text_chars: i64,
     samples: usize,
     url: String,
 }
@@ -43,6 +47,7 @@ fn parse_args() -> Result<Args> {
         sessions: 10_000,
         executions: 5_000,
         running: 10_000,
+        text_chars: 0,
         samples: 20,
         url: std::env::var("NOMOS_BENCH_PG_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
@@ -54,6 +59,7 @@ fn parse_args() -> Result<Args> {
             "--sessions" => args.sessions = value.parse()?,
             "--executions" => args.executions = value.parse()?,
             "--running" => args.running = value.parse()?,
+            "--text-chars" => args.text_chars = value.parse()?,
             "--samples" => args.samples = value.parse::<usize>()?.max(1),
             "--database-url" => args.url = value,
             other => bail!("unknown option {other}"),
@@ -104,7 +110,7 @@ async fn main() -> Result<()> {
     let filled = Instant::now();
     bench::fill_session_history(&store, args.sessions, now).await?;
     let busy = Uuid::new_v4();
-    bench::fill_busy_session(&store, busy, args.executions, now).await?;
+    bench::fill_busy_session(&store, busy, args.executions, args.text_chars, now).await?;
     // Work in flight, as a runtime has it: executions still running, ten
     // to a session, in the newest sessions (so the first page shows them).
     let running: Vec<(Uuid, Uuid)> = (0..args.running)

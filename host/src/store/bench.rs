@@ -164,12 +164,16 @@ pub async fn fill_session_history(store: &Store, sessions: i64, now: DateTime<Ut
 /// Fills one session with `executions` executions, as the worker leaves a
 /// session whose agent ran many tools: a window approved before all of
 /// them, and for each a link, a failed execution, a logged decision to
-/// continue, a delivered continuation and the link settled. PostgreSQL
-/// only; everything ends before `now`, so a worker finds nothing to do.
+/// continue, a delivered continuation and the link settled. The result,
+/// the decision's input and the note are each `text_chars` characters of
+/// log (at least a line), as a result quoted in them would make them.
+/// PostgreSQL only; everything ends before `now`, so a worker finds
+/// nothing to do.
 pub async fn fill_busy_session(
     store: &Store,
     session: Uuid,
     executions: i64,
+    text_chars: i64,
     now: DateTime<Utc>,
 ) -> Result<()> {
     pg(store)?;
@@ -177,7 +181,9 @@ pub async fn fill_busy_session(
     const BUSY: &str = "WITH h AS ( \
            SELECT g, md5('busy-e' || g)::uuid AS execution_id, \
                   md5('busy-d' || g)::uuid AS delivery_id, \
-                  $2 - make_interval(secs => $1 - g) AS at \
+                  $2 - make_interval(secs => $1 - g) AS at, \
+                  rpad('exit status 1: step ' || g || ' failed; log: ', \
+                       GREATEST($4, 40)::int, 'step finished, exit status 0; ') AS log \
            FROM generate_series(1, $1) AS g) ";
     let inserts = [
         "INSERT INTO nomos_assent_windows \
@@ -185,17 +191,17 @@ pub async fn fill_busy_session(
          SELECT $3, $2 - make_interval(secs => $1 + 1), $2 + interval '30 minutes', 'button', \
                 $1, NULL, $2",
         "INSERT INTO executions (id, status, result, updated_at, finished_at) \
-         SELECT execution_id, 'failed', 'exit status 1: step ' || g || ' failed', at, at FROM h",
+         SELECT execution_id, 'failed', log, at, at FROM h",
         "INSERT INTO nomos_policy_decisions \
            (decided_at, session_id, execution_id, revision, input, output, action, \
             idempotency_key) \
-         SELECT at, $3, execution_id, 'bench', '{\"step\": ' || g || '}', \
+         SELECT at, $3, execution_id, 'bench', '{\"result\": \"' || log || '\"}', \
                 '{\"decision\":\"continue\"}', 'continued', 'busy-' || g FROM h",
         "INSERT INTO nomos_deliveries \
            (id, session_id, kind, idempotency_key, execution_ids, note, policy_revision, \
             state, attempts, claims, next_attempt_at, created_at, delivered_at, updated_at) \
          SELECT delivery_id, $3, 'continuation', 'busy-' || g, ARRAY[execution_id], \
-                'execution ' || execution_id || ' failed: exit status 1', 'bench', \
+                'execution ' || execution_id || ' failed: ' || log, 'bench', \
                 'delivered', 1, 1, at, at, at + interval '1 second', at + interval '1 second' \
          FROM h",
         "INSERT INTO nomos_plan_executions \
@@ -208,12 +214,11 @@ pub async fn fill_busy_session(
         } else {
             insert.to_owned()
         };
-        query(sql)
-            .bind(executions)
-            .bind(trunc(now))
-            .bind(session)
-            .execute(store)
-            .await?;
+        let mut q = query(sql).bind(executions).bind(trunc(now)).bind(session);
+        if insert.contains(" FROM h") {
+            q = q.bind(text_chars);
+        }
+        q.execute(store).await?;
     }
     Ok(())
 }

@@ -338,9 +338,15 @@ impl Store {
         } else {
             ""
         };
+        // The page's rows are chosen on narrow columns first. Sorted in the
+        // query that reads the notes, a plan that sorts (PostgreSQL's
+        // generic plan does, for a session of thousands of deliveries)
+        // reads every note of the session: 0.8 s a page at 64 KiB notes.
         let sql = format!(
-            "SELECT {cols} FROM nomos_deliveries WHERE session_id = $1 {keyset} \
-             ORDER BY created_at DESC, id DESC LIMIT $2"
+            "SELECT {cols} FROM nomos_deliveries \
+             WHERE id IN (SELECT id FROM nomos_deliveries WHERE session_id = $1 {keyset} \
+                          ORDER BY created_at DESC, id DESC LIMIT $2) \
+             ORDER BY created_at DESC, id DESC"
         );
         let mut q = query(sql).bind(session_id).bind(i64::from(limit) + 1);
         if let Some(c) = after {

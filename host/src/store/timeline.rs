@@ -20,7 +20,7 @@ use super::types::{Delivery, Execution, LateReport};
 use super::{DeliveryCursor, LoggedDecision, Page, Result, Store};
 
 /// Characters of each long text a timeline page reads.
-pub const SHOWN_CHARS: i64 = 4096;
+pub const SHOWN_CHARS: i64 = 2048;
 
 /// A row whose long texts were read cut, and how many characters of them
 /// were left out (0: nothing was cut).
@@ -105,9 +105,13 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        // The rows are chosen on narrow columns first: cut in the same
+        // query as the sort, every candidate row's text would be read.
         let sql = format!(
             "SELECT execution_id, status, {}, reported_at FROM nomos_late_reports \
-             WHERE execution_id {} ORDER BY id LIMIT $2",
+             WHERE id IN (SELECT id FROM nomos_late_reports WHERE execution_id {} \
+                          ORDER BY id LIMIT $2) \
+             ORDER BY id",
             cut(RESULT),
             self.backend().in_ids("$1")
         );
@@ -129,9 +133,12 @@ impl Store {
             return Ok(Vec::new());
         }
         const LONG: [Long; 2] = [INPUT, OUTPUT];
+        // Chosen on narrow columns first, as the late reports above.
         let sql = format!(
             "SELECT {} FROM nomos_policy_decisions \
-             WHERE session_id = $1 AND execution_id {} ORDER BY id LIMIT $3",
+             WHERE id IN (SELECT id FROM nomos_policy_decisions \
+                          WHERE session_id = $1 AND execution_id {} ORDER BY id LIMIT $3) \
+             ORDER BY id",
             cutting(DECISION_COLS, &LONG),
             self.backend().in_ids("$2")
         );
