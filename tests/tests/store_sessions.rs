@@ -25,6 +25,21 @@ fn at(minute: i64) -> DateTime<Utc> {
         + Duration::minutes(minute)
 }
 
+async fn approve(store: &Store, session: Uuid, minute: i64) {
+    let route = "button".parse().expect("a route");
+    store
+        .approve(session, route, at(minute), Duration::minutes(30))
+        .await
+        .expect("approve");
+}
+
+async fn link(store: &Store, session: Uuid, executions: &[Uuid], minute: i64) {
+    store
+        .link(session, executions, at(minute))
+        .await
+        .expect("link");
+}
+
 async fn page(store: &Store, filter: SessionFilter, now: DateTime<Utc>) -> Vec<Uuid> {
     let page = store
         .sessions_page(filter, None, 50, now)
@@ -43,38 +58,13 @@ async fn row(store: &Store, session: Uuid) -> SessionRow {
 
 async fn sessions_are_listed_once_newest_first_a_page_at_a_time(store: Store) {
     let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-    store
-        .link(a, &[Uuid::new_v4()], at(0))
-        .await
-        .expect("link a");
+    link(&store, a, &[Uuid::new_v4()], 0).await;
     // Approved before anything is linked: listed from its window.
-    store
-        .approve(
-            b,
-            "button".parse().expect("route"),
-            at(1),
-            Duration::minutes(30),
-        )
-        .await
-        .expect("approve b");
-    store
-        .link(c, &[Uuid::new_v4()], at(2))
-        .await
-        .expect("link c");
+    approve(&store, b, 1).await;
+    link(&store, c, &[Uuid::new_v4()], 2).await;
     // Later links and approvals of a listed session neither move nor repeat it.
-    store
-        .link(a, &[Uuid::new_v4()], at(3))
-        .await
-        .expect("link a again");
-    store
-        .approve(
-            a,
-            "api".parse().expect("route"),
-            at(3),
-            Duration::minutes(30),
-        )
-        .await
-        .expect("approve a");
+    link(&store, a, &[Uuid::new_v4()], 3).await;
+    approve(&store, a, 3).await;
 
     let first = store
         .sessions_page(SessionFilter::All, None, 2, at(4))
@@ -118,20 +108,10 @@ async fn sessions_are_listed_once_newest_first_a_page_at_a_time(store: Store) {
 
 async fn a_filter_lists_only_the_sessions_it_names(store: Store) {
     let (open, denied, noticed) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-    let route = || "button".parse().expect("route");
-    store
-        .approve(open, route(), at(0), Duration::minutes(30))
-        .await
-        .expect("approve");
-    store
-        .approve(denied, route(), at(1), Duration::minutes(30))
-        .await
-        .expect("approve");
+    approve(&store, open, 0).await;
+    approve(&store, denied, 1).await;
     store.deny(denied, at(2)).await.expect("deny");
-    store
-        .link(noticed, &[Uuid::new_v4()], at(3))
-        .await
-        .expect("link");
+    link(&store, noticed, &[Uuid::new_v4()], 3).await;
     store
         .append_notice(noticed, "the window closed", "n-1", at(4))
         .await
@@ -177,10 +157,7 @@ async fn a_filter_lists_only_the_sessions_it_names(store: Store) {
 
 async fn an_execution_id_finds_its_session(store: Store) {
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
-    store
-        .link(session, &[execution], at(0))
-        .await
-        .expect("link");
+    link(&store, session, &[execution], 0).await;
     assert_eq!(
         store.session_of_execution(execution).await.expect("find"),
         Some(session)
@@ -197,10 +174,7 @@ async fn an_execution_id_finds_its_session(store: Store) {
 async fn a_timeline_page_reads_its_links_steps_with_long_texts_cut(store: Store) {
     let session = Uuid::new_v4();
     let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
-    store
-        .link(session, &[first, second], at(0))
-        .await
-        .expect("link");
+    link(&store, session, &[first, second], 0).await;
     // "é" is two bytes and one character: the cut counts characters.
     let long: String = "é".repeat(SHOWN_CHARS as usize + 10);
     let decision = |execution: Uuid, action: &str, input: &str| NewDecision {
@@ -285,12 +259,8 @@ async fn a_timeline_page_reads_its_links_steps_with_long_texts_cut(store: Store)
 /// one later: a second page of it must still follow the first.
 async fn the_open_filter_pages_like_the_others(store: Store) {
     let (older, newer) = (Uuid::new_v4(), Uuid::new_v4());
-    let route = || "button".parse().expect("route");
     for (session, minute) in [(older, 0), (newer, 1)] {
-        store
-            .approve(session, route(), at(minute), Duration::minutes(30))
-            .await
-            .expect("approve");
+        approve(&store, session, minute).await;
     }
     let first = store
         .sessions_page(SessionFilter::Open, None, 1, at(2))
