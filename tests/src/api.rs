@@ -193,7 +193,8 @@ impl ServedApi {
             .await
     }
 
-    async fn send_headers(
+    /// Sends a request with this bearer token (or none) and these headers.
+    pub async fn send_headers(
         &self,
         method: &str,
         path: &str,

@@ -16,9 +16,12 @@
 //!
 //! The admin token is accepted everywhere: whoever may replace the policy
 //! may also read what it decided.
+//!
+//! With no token, a request a browser sends from another site's page
+//! (`Sec-Fetch-Site`, `Origin`) is refused: see [`scoped`].
 
 use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
@@ -131,13 +134,51 @@ fn bearer(request: &Request) -> Option<&str> {
         .and_then(|v| v.strip_prefix("Bearer "))
 }
 
+/// Whether a browser sent the request from another site's page: it says
+/// so in `Sec-Fetch-Site`, or names an `Origin` other than the host the
+/// request was sent to (`Origin: null` included). A client that is not a
+/// browser sends neither header.
+fn from_another_site(request: &Request) -> bool {
+    let headers = request.headers();
+    let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if matches!(site, Some("cross-site" | "same-site")) {
+        return true;
+    }
+    let Some(origin) = headers.get(ORIGIN) else {
+        return false;
+    };
+    let host = headers
+        .get(HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, authority)| authority);
+    origin_host.is_none() || origin_host != host
+}
+
 /// The middleware that admits a request to a route of `scope`, given as
 /// its state beside the app's.
+///
+/// Without a token (loopback only), a browser would let any page the
+/// operator opens call this server (a form or a `no-cors` fetch needs no
+/// permission to send), so such a request is refused. With a token there
+/// is nothing to check: a page elsewhere cannot send the bearer header.
 pub(crate) async fn scoped(
     State((state, scope)): State<(AppState, Scope)>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    if !state.auth.is_enforced() && from_another_site(&request) {
+        return Err(ApiError::Forbidden(
+            "a request from another site's page is refused: this server runs without a token \
+             (loopback only), so any page a browser on this machine opens could otherwise \
+             call it"
+                .into(),
+        ));
+    }
     state.auth.check(scope, bearer(&request))?;
     Ok(next.run(request).await)
 }

@@ -171,3 +171,65 @@ async fn a_condition_that_passes_is_503_with_retry_after() {
     answer.expect_error(503);
     assert_eq!(answer.retry_after.as_deref(), Some("1"));
 }
+
+/// Without a token (loopback only), any page the operator's browser opens
+/// could call the API: a cross-site request is refused, named as such, and
+/// nothing it asked for happens. Clients that are not browsers send no
+/// `Origin`, and the console's own calls come from the same origin.
+#[tokio::test]
+async fn without_a_token_another_site_s_page_is_refused() {
+    let (api, _dir) = scoped(None, None).await;
+    let session = Uuid::new_v4();
+    let path = format!("/v1/sessions/{session}/approvals");
+    let approve = r#"{"decision": "approve", "route": "button"}"#;
+    let host = api.base.trim_start_matches("http://").to_owned();
+    let same_origin = format!("http://{host}");
+    for headers in [
+        vec![("Origin", "http://evil.example")],
+        vec![("Origin", "null")],
+        vec![("Sec-Fetch-Site", "cross-site")],
+        vec![
+            ("Sec-Fetch-Site", "same-site"),
+            ("Origin", "http://127.0.0.1:1"),
+        ],
+    ] {
+        let body = api
+            .send_headers("POST", &path, approve, None, &headers)
+            .await
+            .expect_error(403);
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("another site")),
+            "{headers:?}: {body}"
+        );
+        api.send_headers("POST", "/v1/policy/rollback", "", None, &headers)
+            .await
+            .expect_error(403);
+    }
+    assert_eq!(api.store.window(session).await.expect("window"), None);
+    // The same origin (the console) and a client that names none are served.
+    let console = [
+        ("Origin", same_origin.as_str()),
+        ("Sec-Fetch-Site", "same-origin"),
+    ];
+    let answer = api
+        .send_headers("POST", &path, approve, None, &console)
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let answer = api.send_with("GET", "/v1/policy", "", None).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    // With a token, a page elsewhere cannot send it: no check is needed,
+    // and a proxy that rewrites Host does not break the console.
+    let (guarded, _dir) = scoped(Some("rt"), None).await;
+    let answer = guarded
+        .send_headers(
+            "GET",
+            "/v1/policy",
+            "",
+            Some("rt"),
+            &[("Origin", "https://console.example")],
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+}
