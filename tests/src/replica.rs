@@ -246,6 +246,15 @@ impl Replica {
         assert_eq!(linked, executions.len(), "link answered {body}");
     }
 
+    /// The seed's story up to the failure: approve the session, link the
+    /// execution to it, report it failed with `result`. The worker takes it
+    /// from there.
+    pub async fn fail_in_open_window(&self, session: Uuid, execution: Uuid, result: &str) {
+        self.approve(session).await;
+        self.link(session, &[execution]).await;
+        self.put_status(execution, "failed", result).await;
+    }
+
     /// `PUT /v1/executions/{id}`.
     pub async fn put_status(&self, execution: Uuid, status: &str, result: &str) {
         let url = self.url(&format!("/v1/executions/{execution}"));

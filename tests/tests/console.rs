@@ -178,10 +178,8 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
 
     // The seed's story: approve, link, fail; the system continues.
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
-    replica.approve(session).await;
-    replica.link(session, &[execution]).await;
     replica
-        .put_status(execution, "failed", "ssh: connection refused")
+        .fail_in_open_window(session, execution, "ssh: connection refused")
         .await;
     tokio::time::timeout(PATIENCE, hook.wait_for_requests(1))
         .await

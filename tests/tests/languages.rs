@@ -201,10 +201,8 @@ async fn serves_the_end_to_end_flow(guest: &Guest) -> Result<()> {
     );
 
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
-    replica.approve(session).await;
-    replica.link(session, &[execution]).await;
     replica
-        .put_status(execution, "failed", "ssh: connection refused")
+        .fail_in_open_window(session, execution, "ssh: connection refused")
         .await;
     let requests = tokio::time::timeout(PATIENCE, hook.wait_for_requests(1))
         .await

@@ -139,4 +139,18 @@ async fn disagreements_are_recorded_and_counted_per_shadow(store: Store) {
             *want
         );
     }
+    // The console's read: the same rows, short texts not cut.
+    let shown = store.shown_disagreements(&b, 2).await.expect("read cut");
+    assert_eq!(
+        shown
+            .into_iter()
+            .map(|s| (s.row, s.left_out))
+            .collect::<Vec<_>>(),
+        read.into_iter().map(|d| (d, 0)).collect::<Vec<_>>()
+    );
+    // The count stops where it is asked to.
+    assert_eq!(
+        store.count_disagreements_up_to(&b, 2).await.expect("count"),
+        2
+    );
 }

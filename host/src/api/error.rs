@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use crate::policy::{PolicyFailure, PolicyTaskFailed};
 use crate::store::StoreError;
 
 /// An API failure.
@@ -146,4 +147,18 @@ pub fn storable(field: &str, text: &str) -> Result<(), ApiError> {
         )));
     }
     Ok(())
+}
+
+/// A policy call whose task died answers 503, like a failed policy.
+pub fn task_failed(e: PolicyTaskFailed) -> ApiError {
+    ApiError::PolicyUnavailable(format!("policy task failed: {e}"))
+}
+
+/// An extraction the policy could not answer: a text over the sandbox's
+/// limit is a 413 (it can never succeed as sent), any other failure a 503.
+pub fn extraction_failed(e: PolicyFailure) -> ApiError {
+    match e {
+        PolicyFailure::InputTooLarge(_, max) => ApiError::TooLarge { limit: "text", max },
+        e => ApiError::PolicyUnavailable(e.to_string()),
+    }
 }

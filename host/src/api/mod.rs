@@ -41,7 +41,7 @@ use tokio::sync::Notify;
 pub(crate) use auth::scoped;
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
-pub(crate) use error::{parse_id, parse_json};
+pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};
 pub use limits::{BodyCap, BodyCaps, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 
 use crate::clock::Clock;

@@ -11,8 +11,8 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::error::task_failed;
 use super::error::ApiError;
-use super::routes::task_failed;
 use super::AppState;
 use crate::deploy::DeployError;
 use crate::policy::PolicyHandle;

@@ -11,19 +11,14 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::error::{parse_id, parse_json, storable, ApiError};
+use super::error::{extraction_failed, parse_id, parse_json, storable, task_failed, ApiError};
 use super::limits::{cap_text, max_result_bytes, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 use super::AppState;
 use crate::classes::{ClassError, StatusClasses};
 use crate::metrics::{render_backlog, render_shadow};
 use crate::policy::types::null_as_empty;
-use crate::policy::{PolicyFailure, PolicyHandle, PolicyTaskFailed};
+use crate::policy::PolicyHandle;
 use crate::store::{ReportOutcome, Role, Route, MAX_WINDOW};
-
-/// A policy call whose task died answers 503, like a failed policy.
-pub(super) fn task_failed(e: PolicyTaskFailed) -> ApiError {
-    ApiError::PolicyUnavailable(format!("policy task failed: {e}"))
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,10 +41,7 @@ pub(super) async fn link_tool_result(
         .extract_ids(text)
         .await
         .map_err(task_failed)?;
-    let ids = evaluated.value.map_err(|e| match e {
-        PolicyFailure::InputTooLarge(_, max) => ApiError::TooLarge { limit: "text", max },
-        e => ApiError::PolicyUnavailable(e.to_string()),
-    })?;
+    let ids = evaluated.value.map_err(extraction_failed)?;
     let ids: Vec<Uuid> = ids
         .iter()
         .map(|id| parse_id("execution id", id))

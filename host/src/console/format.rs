@@ -1,12 +1,11 @@
 //! How the console writes what it shows: times and windows in one form
-//! everywhere (so a timeline reads in order), long texts cut, revisions
-//! shortened, and a template turned into a fragment or an error.
+//! everywhere (so a timeline reads in order), revisions shortened, and a
+//! template turned into a fragment or an error.
 
 use axum::response::Html;
 use chrono::{DateTime, Utc};
 
 use crate::api::ApiError;
-use crate::policy::PolicyTaskFailed;
 use crate::store::Window;
 
 /// A time to the millisecond, in UTC.
@@ -35,27 +34,9 @@ pub fn render(template: &impl askama::Template) -> Result<Html<String>, ApiError
         .map_err(|e| ApiError::Internal(format!("console template: {e}")))
 }
 
-/// Text cut to `max` bytes at a character boundary, and how much was cut,
-/// so a megabyte result does not make a page of megabytes.
-pub fn excerpt(text: &str, max: usize) -> (String, usize) {
-    if text.len() <= max {
-        return (text.to_owned(), 0);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (text[..end].to_owned(), text.len() - end)
-}
-
 /// The first 12 characters of a revision's hash, as the CLI shows it.
 pub fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
-}
-
-/// A policy call whose task died: a 503, as the API answers it.
-pub fn task_failed(e: PolicyTaskFailed) -> ApiError {
-    ApiError::PolicyUnavailable(format!("policy task failed: {e}"))
 }
 
 #[cfg(test)]
@@ -63,11 +44,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cut_text_ends_on_a_character_and_says_how_much_is_left() {
-        assert_eq!(excerpt("short", 10), ("short".to_owned(), 0));
-        // "é" is two bytes: a cut inside it moves back before it.
-        assert_eq!(excerpt("aé b", 2), ("a".to_owned(), 4));
-        assert_eq!(excerpt("aé b", 3), ("aé".to_owned(), 2));
+    fn a_revision_is_shown_by_its_first_twelve_characters() {
         assert_eq!(short("0123456789abcdef"), "0123456789ab");
         assert_eq!(short("abc"), "abc");
     }

@@ -21,12 +21,12 @@ use axum::response::Html;
 use serde::Deserialize;
 
 use super::candidates::Held;
-use super::format::{at, render, short, task_failed};
+use super::format::{at, render, short};
 use super::state::Console;
-use crate::api::{parse_json, ApiError};
+use crate::api::{extraction_failed, parse_json, task_failed, ApiError};
 use crate::policy::codec::{answer_line, decision_input, failure_line};
 use crate::policy::types::{Decision, DecisionInput};
-use crate::policy::{Evaluated, PolicyFailure, PolicyHandle, Revision};
+use crate::policy::{Evaluated, PolicyHandle, Revision};
 
 /// The golden `decide` cases with an expected answer, by name (written by
 /// the build script from `tests/golden/decide`).
@@ -163,7 +163,7 @@ pub(super) async fn extract(
         .run(move |runtime| runtime.trial_extract_ids(&text))
         .await
         .map_err(task_failed)?;
-    let ids = evaluated.value.map_err(policy_error)?;
+    let ids = evaluated.value.map_err(extraction_failed)?;
     render(&Extracted {
         revision: evaluated.revision.0,
         ids,
@@ -340,11 +340,4 @@ pub(super) async fn hold_candidate(
     };
     console.candidates.hold(held);
     render(&view)
-}
-
-fn policy_error(e: PolicyFailure) -> ApiError {
-    match e {
-        PolicyFailure::InputTooLarge(_, max) => ApiError::TooLarge { limit: "text", max },
-        e => ApiError::PolicyUnavailable(e.to_string()),
-    }
 }

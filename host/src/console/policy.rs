@@ -6,10 +6,11 @@ use askama::Template;
 use axum::extract::State;
 use axum::response::Html;
 
-use super::format::{at, excerpt, render, short, task_failed};
+use super::format::{at, render, short};
 use super::state::Console;
-use crate::api::ApiError;
+use crate::api::{task_failed, ApiError};
 use crate::policy::PolicyHandle;
+use crate::store::Shown;
 
 /// Disagreements shown: the newest; the count says how many there are.
 const RECENT: i64 = 20;
@@ -17,8 +18,6 @@ const RECENT: i64 = 20;
 const REVISIONS: usize = 50;
 /// Disagreements counted at most: beyond, the page says "more than".
 const COUNTED: i64 = 10_000;
-/// Bytes of a disagreement's input shown.
-const INPUT_BYTES: usize = 2 << 10;
 
 struct Described {
     hash: String,
@@ -33,6 +32,7 @@ struct DisagreementView {
     active: String,
     shadow: String,
     input: String,
+    left_out: i64,
 }
 
 struct ShadowView {
@@ -103,7 +103,7 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
             } else {
                 recorded.to_string()
             };
-            let recent = app.store.disagreements(&revision.0, RECENT).await?;
+            let recent = app.store.shown_disagreements(&revision.0, RECENT).await?;
             let here = app.policy.shadow().stats();
             Some(ShadowView {
                 revision: described(revision.0, info.ok()),
@@ -112,13 +112,14 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
                 failures: here.failures,
                 recent: recent
                     .into_iter()
-                    .map(|d| DisagreementView {
+                    .map(|Shown { row: d, left_out }| DisagreementView {
                         at: at(d.at),
                         session: d.session_id.to_string(),
                         execution: d.execution_id.to_string(),
                         active: d.active_output,
                         shadow: d.shadow_output,
-                        input: excerpt(&d.input, INPUT_BYTES).0,
+                        input: d.input,
+                        left_out,
                     })
                     .collect(),
             })

@@ -9,8 +9,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::decode::RowExt;
-use super::dialect::{query, trunc};
+use super::dialect::{query, trunc, Row};
 use super::policies::{activate_in, policy_head};
+use super::timeline::{cutting, shown, Long, Shown};
 use super::types::{ActivePolicy, PolicyHead};
 use super::{Result, Store, StoreError};
 
@@ -180,29 +181,67 @@ impl Store {
         shadow_revision: &str,
         limit: i64,
     ) -> Result<Vec<Disagreement>> {
-        let rows = query(
-            "SELECT id, at, session_id, execution_id, active_revision, shadow_revision, \
-             input, active_output, shadow_output FROM nomos_policy_disagreements \
-             WHERE shadow_revision = $1 ORDER BY id DESC LIMIT $2",
-        )
-        .bind(shadow_revision)
-        .bind(limit)
-        .fetch_all(self)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Disagreement {
-                    id: r.bigint("id")?,
-                    at: r.time("at")?,
-                    session_id: r.uuid("session_id")?,
-                    execution_id: r.uuid("execution_id")?,
-                    active_revision: r.text("active_revision")?,
-                    shadow_revision: r.text("shadow_revision")?,
-                    input: r.text("input")?,
-                    active_output: r.text("active_output")?,
-                    shadow_output: r.text("shadow_output")?,
-                })
-            })
-            .collect()
+        let rows = self
+            .disagreement_rows(DISAGREEMENT_COLS, shadow_revision, limit)
+            .await?;
+        rows.iter().map(disagreement).collect()
     }
+
+    /// [`Self::disagreements`] with the input and both answers cut (see
+    /// `timeline`): a page shows a few kilobytes of each, and an input
+    /// quotes a result of up to megabytes.
+    pub async fn shown_disagreements(
+        &self,
+        shadow_revision: &str,
+        limit: i64,
+    ) -> Result<Vec<Shown<Disagreement>>> {
+        const LONG: [Long; 3] = [
+            ("input", "input_chars"),
+            ("active_output", "active_output_chars"),
+            ("shadow_output", "shadow_output_chars"),
+        ];
+        let cols = cutting(DISAGREEMENT_COLS, &LONG);
+        let rows = self
+            .disagreement_rows(&cols, shadow_revision, limit)
+            .await?;
+        rows.iter().map(|r| shown(r, &LONG, disagreement)).collect()
+    }
+
+    /// The rows are chosen on narrow columns first, so only the page's
+    /// texts are read (as in `timeline`).
+    async fn disagreement_rows(
+        &self,
+        cols: &str,
+        shadow_revision: &str,
+        limit: i64,
+    ) -> Result<Vec<Row>> {
+        let sql = format!(
+            "SELECT {cols} FROM nomos_policy_disagreements \
+             WHERE id IN (SELECT id FROM nomos_policy_disagreements \
+                          WHERE shadow_revision = $1 ORDER BY id DESC LIMIT $2) \
+             ORDER BY id DESC"
+        );
+        query(sql)
+            .bind(shadow_revision)
+            .bind(limit)
+            .fetch_all(self)
+            .await
+    }
+}
+
+const DISAGREEMENT_COLS: &str = "id, at, session_id, execution_id, active_revision, \
+     shadow_revision, input, active_output, shadow_output";
+
+fn disagreement(r: &Row) -> Result<Disagreement> {
+    Ok(Disagreement {
+        id: r.bigint("id")?,
+        at: r.time("at")?,
+        session_id: r.uuid("session_id")?,
+        execution_id: r.uuid("execution_id")?,
+        active_revision: r.text("active_revision")?,
+        shadow_revision: r.text("shadow_revision")?,
+        input: r.text("input")?,
+        active_output: r.text("active_output")?,
+        shadow_output: r.text("shadow_output")?,
+    })
 }

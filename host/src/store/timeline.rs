@@ -1,6 +1,7 @@
 //! What one page of a session's timeline reads beside `summary`'s lists:
 //! its executions, late reports, decisions and continuations, with every
-//! long text cut in SQL.
+//! long text cut in SQL (and the cut itself, which the shadow's
+//! disagreements use too).
 //!
 //! # Why cut in SQL
 //!
@@ -39,7 +40,7 @@ impl AsRef<Delivery> for Shown<Delivery> {
 }
 
 /// A long column, and the name its length is read as.
-type Long = (&'static str, &'static str);
+pub(super) type Long = (&'static str, &'static str);
 const RESULT: Long = ("result", "result_chars");
 const INPUT: Long = ("input", "input_chars");
 const OUTPUT: Long = ("output", "output_chars");
@@ -52,7 +53,7 @@ fn cut((col, chars): Long) -> String {
 }
 
 /// `cols` (a comma-separated column list) with each of `long` cut.
-fn cutting(cols: &str, long: &[Long]) -> String {
+pub(super) fn cutting(cols: &str, long: &[Long]) -> String {
     cols.split(',')
         .map(str::trim)
         .map(|c| match long.iter().find(|(name, _)| *name == c) {
@@ -64,7 +65,11 @@ fn cutting(cols: &str, long: &[Long]) -> String {
 }
 
 /// Reads a row with `read`, and how much of each of `long` was left out.
-fn shown<T>(r: &Row, long: &[Long], read: impl Fn(&Row) -> Result<T>) -> Result<Shown<T>> {
+pub(super) fn shown<T>(
+    r: &Row,
+    long: &[Long],
+    read: impl Fn(&Row) -> Result<T>,
+) -> Result<Shown<T>> {
     let mut left_out = 0;
     for (_, chars) in long {
         left_out += (r.bigint(chars)? - SHOWN_CHARS).max(0);
