@@ -52,7 +52,7 @@ fn parse() -> Result<Args> {
 
 fn main() -> ExitCode {
     // Single-threaded, as in the test: simulated time moves only at the
-    // driver's await points (see `tests/tests/simulation.rs`).
+    // driver's await points (see `tests/tests/delivery/simulation.rs`).
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,5 +1,5 @@
 //! Real `nomos-continue serve` processes, for the fault tests
-//! (`tests/tests/worker_faults.rs`): several replicas on one database, each
+//! (`tests/tests/delivery/worker_faults.rs`): several replicas on one database, each
 //! killed with SIGKILL when the test says so.
 //!
 //! Why real processes: "a crash at any point loses nothing" is a claim about

@@ -21,7 +21,7 @@
 //! route's body cap and the text caps (a 413 names the limit).
 //! Every error is a status with a JSON body `{"error": "…"}` (see
 //! `error.rs`); `docs/openapi.json` describes the routes, bodies and errors,
-//! and `tests/tests/openapi.rs` checks it against this router.
+//! and `tests/tests/service/openapi.rs` checks it against this router.
 
 mod auth;
 mod deliveries;

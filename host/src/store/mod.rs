@@ -8,7 +8,7 @@
 //! state change is a compare-and-set against the lease holder) live in the
 //! `WHERE` clauses and transactions here. Keeping them in one place, behind
 //! typed functions, means the worker and the API cannot bypass them, and one
-//! conformance suite (`tests/tests/store_conformance.rs`) checks both backends.
+//! conformance suite (`tests/tests/storage/store_conformance.rs`) checks both backends.
 //!
 //! # Conventions
 //!

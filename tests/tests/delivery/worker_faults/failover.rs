@@ -4,7 +4,7 @@
 //! the kill until every execution is delivered. Run by hand:
 //!
 //! ```sh
-//! cargo test -p nomos-continue-tests --test worker_faults -- --ignored --nocapture failover
+//! cargo test -p nomos-continue-tests --test delivery -- --ignored --nocapture failover
 //! ```
 
 use std::time::{Duration, Instant};

@@ -3,7 +3,6 @@
 //! server that speaks the OpenAI chat-completions protocol (in
 //! `agent_adapters/chat.rs`).
 
-#[path = "agent_adapters/chat.rs"]
 mod chat;
 
 use std::time::Duration;

@@ -5,25 +5,15 @@
 
 use std::sync::{Arc, OnceLock};
 
-#[path = "worker/classes.rs"]
 mod classes;
-#[path = "worker/fold.rs"]
 mod fold;
-#[path = "worker/group.rs"]
 mod group;
-#[path = "worker/journal.rs"]
 mod journal;
-#[path = "worker/promises.rs"]
 mod promises;
-#[path = "worker/races.rs"]
 mod races;
-#[path = "worker/served.rs"]
 mod served;
-#[path = "worker/shadow.rs"]
 mod shadow;
-#[path = "worker/starvation.rs"]
 mod starvation;
-#[path = "worker/wake.rs"]
 mod wake;
 
 use nomos_continue::agent::AgentError;

@@ -18,11 +18,8 @@ use nomos_continue::policy::{
     DEFAULT_FALLBACK_AFTER, POLICY_EXPORT,
 };
 
-#[path = "policy_runtime/revisions.rs"]
 mod revisions;
-#[path = "policy_runtime/signatures.rs"]
 mod signatures;
-#[path = "policy_runtime/sources.rs"]
 mod sources;
 
 const EXECUTION: &str = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";

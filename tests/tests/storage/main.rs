@@ -4,19 +4,11 @@
 //! One binary for these (and one for each other group) so CI links four
 //! test binaries, not sixteen.
 
-#[path = "chat_history.rs"]
 mod chat_history;
-#[path = "decision_log.rs"]
 mod decision_log;
-#[path = "live_migration.rs"]
 mod live_migration;
-#[path = "store_batch.rs"]
 mod store_batch;
-#[path = "store_conformance.rs"]
 mod store_conformance;
-#[path = "store_plan_set.rs"]
 mod store_plan_set;
-#[path = "store_sessions.rs"]
 mod store_sessions;
-#[path = "store_shadow.rs"]
 mod store_shadow;

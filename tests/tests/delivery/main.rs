@@ -2,9 +2,6 @@
 //! the seeded fault-injection simulation, and fault tests with real
 //! `nomos-continue serve` processes on PostgreSQL.
 
-#[path = "simulation.rs"]
 mod simulation;
-#[path = "worker.rs"]
 mod worker;
-#[path = "worker_faults.rs"]
 mod worker_faults;

@@ -21,9 +21,7 @@ use nomos_continue_tests::replica::{Replica, ReplicaOptions};
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
-#[path = "worker_faults/duplicate_worker.rs"]
 mod duplicate_worker;
-#[path = "worker_faults/failover.rs"]
 mod failover;
 
 /// One case at a time: each runs several processes and many connections.

@@ -3,15 +3,10 @@
 //! path, and every malformed request answered with a 4xx and a JSON
 //! `{"error": …}` body, never a 500.
 
-#[path = "api/executions.rs"]
 mod executions;
-#[path = "api/fuzz.rs"]
 mod fuzz;
-#[path = "api/scopes.rs"]
 mod scopes;
-#[path = "api/sessions.rs"]
 mod sessions;
-#[path = "api/shadow.rs"]
 mod shadow;
 
 use nomos_continue::api::MAX_POLICY_BYTES;

@@ -7,23 +7,14 @@
 //! with a message when the server is unreachable, and fails under `CI=true`.
 //! No sleeps: time is injected through the `now` arguments.
 
-#[path = "store_conformance/classes.rs"]
 mod classes;
-#[path = "store_conformance/deliveries.rs"]
 mod deliveries;
-#[path = "store_conformance/executions.rs"]
 mod executions;
-#[path = "store_conformance/faults.rs"]
 mod faults;
-#[path = "store_conformance/links.rs"]
 mod links;
-#[path = "store_conformance/migrations.rs"]
 mod migrations;
-#[path = "store_conformance/misc.rs"]
 mod misc;
-#[path = "store_conformance/plan.rs"]
 mod plan;
-#[path = "store_conformance/workers.rs"]
 mod workers;
 
 /// A policy revision that has classified no status: every reported link is
