@@ -1,4 +1,4 @@
-//! The house stays as built: the layering rules of `DESIGN.md` ("Shape")
+//! The house stays as built: the layering rules of `ARCHITECTURE.md` ("Code map")
 //! checked against the source, so a wire that runs the wrong way fails a
 //! test instead of waiting for a reviewer.
 //!

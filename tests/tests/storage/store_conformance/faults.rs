@@ -1,4 +1,4 @@
-//! Faults a store must contain (DESIGN.md, "The promises"): a report after
+//! Faults a store must contain (ARCHITECTURE.md, "Invariants"): a report after
 //! the first terminal one (P4) and rows of a runtime-supplied `executions`
 //! relation that hold NULLs or values that do not decode (P5).
 
