@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use chrono::Utc;
-use nomos_continue::store::{bench, Store};
+use nomos_continue::store::{testing as bench, Store};
 
 struct Args {
     rows: i64,

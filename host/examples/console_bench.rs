@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use chrono::Utc;
 use nomos_continue::server::{ServeConfig, Server};
-use nomos_continue::store::{bench, Store};
+use nomos_continue::store::{testing as bench, Database, Store};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -137,7 +137,7 @@ async fn main() -> Result<()> {
     };
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let shutdown = CancellationToken::new();
-    let running = Server::new(config, store.clone())
+    let running = Server::new(config, Database::over(store.clone()))
         .start(listener, shutdown.clone())
         .await?;
     let base = format!("http://{}", running.addr());

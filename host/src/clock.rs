@@ -21,12 +21,14 @@ impl Clock for SystemClock {
     }
 }
 
+#[cfg(feature = "test-support")]
 /// A clock that only moves when told to; for tests and the demo.
 #[derive(Debug)]
 pub struct ManualClock {
     now: Mutex<DateTime<Utc>>,
 }
 
+#[cfg(feature = "test-support")]
 impl ManualClock {
     /// A clock that reads `start` until it is advanced or set.
     pub fn new(start: DateTime<Utc>) -> Self {
@@ -47,6 +49,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(feature = "test-support")]
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.now.lock().unwrap_or_else(|p| p.into_inner())

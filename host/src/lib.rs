@@ -1,47 +1,123 @@
 //! nomos-continue: the system, not a person typing "continue", is the event
 //! loop of an agent whose tools run asynchronously.
 //!
+//! # Embedding
+//!
+//! A runtime embeds the engine through what this root re-exports: open a
+//! [`Database`], implement [`Agent`] (or let the configuration name a
+//! webhook), and run the one assembly, [`Server`], with a [`ServeConfig`].
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! use nomos_continue::{Database, ServeConfig, Server};
+//!
+//! let config = ServeConfig::default();
+//! let database = Database::connect("sqlite:nomos-continue.db").await?;
+//! database.migrate().await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let shutdown = tokio_util::sync::CancellationToken::new();
+//! let running = Server::new(config, database).start(listener, shutdown).await?;
+//! running.wait().await
+//! # }
+//! ```
+//!
+//! Everything else is the engine's own. The `test-support` feature makes
+//! the modules below public for this repository's tests, examples and
+//! benchmarks; it is not a stable interface.
+//!
 //! # Layout
 //!
-//! - [`policy`]: the sandboxed WebAssembly continuation policy: loading and
+//! - `policy`: the sandboxed WebAssembly continuation policy: loading and
 //!   type-checking a component, running it under limits, hot swap.
-//! - [`deploy`]: which policy revision runs when a watched file, uploads
-//!   and the database all name one (the database decides), and the
-//!   watchers that converge on it.
-//! - [`signing`]: Ed25519 keys and detached signatures of policy
-//!   revisions, and their text files (checked by [`deploy`]).
-//! - [`classes`]: how the active revision classifies each status, asked of
+//! - `deploy`: which policy revision runs when a watched file, uploads and
+//!   the database all name one (the database decides), and the one watch
+//!   loop the file and database watchers share.
+//! - `signing`: Ed25519 keys and detached signatures of policy revisions,
+//!   and their text files (checked by `deploy`).
+//! - `classes`: how the active revision classifies each status, asked of
 //!   the policy once and kept in the store.
-//! - [`store`]: every SQL query, for PostgreSQL and the embedded SQLite
-//!   default, and the migrations.
-//! - [`agent`]: the [`agent::Agent`] trait the runtime implements and the
-//!   webhook and `chatWith` adapters (with `chatWith`'s history in the store).
-//! - [`worker`]: the continuation worker (plan, deliver), its rescuer and
-//!   its wake-ups.
-//! - [`api`]: the HTTP API (axum) a runtime beside this process calls.
-//! - [`console`]: the operator's web console at `/ui`: sessions, one
-//!   session's timeline, the policy and a playground, as HTML rendered on
-//!   the server from the same store and policy, behind the API's tokens.
-//! - [`server`]: the one assembly of all of the above into a running
-//!   process ([`server::serve`]), used by `serve`, the demo and the tests.
-//! - [`clock`]: the injectable "now" the worker acts on.
-//! - [`metrics`]: counters and histograms for `/metrics`.
-//! - [`demo`]: the seed's scenario replayed end to end (`nomos-continue demo`).
-//! - [`commands`]: the subcommands of the `nomos-continue` binary.
+//! - `store`: every SQL query, for PostgreSQL and the embedded SQLite
+//!   default, grouped by table and by reader, and the migrations.
+//! - `agent`: the [`Agent`] trait the runtime implements and the webhook
+//!   and `chatWith` adapters (with `chatWith`'s history in the store).
+//! - `worker`: the continuation worker: a planner that writes
+//!   continuations and a deliverer that calls the agent, and its wake-ups.
+//! - `maintenance`: the rescuer (expired leases) and the decision log's
+//!   retention, each on its own interval.
+//! - `api`: the HTTP API (axum), one handler module per resource.
+//! - `console`: the operator's web console at `/ui`, rendered on the
+//!   server from the same store and policy, behind the API's tokens.
+//! - `server`: the one assembly of all of the above into a running process
+//!   ([`serve`], [`Server`]), used by `serve`, the demo and the tests.
+//! - `clock`: the injectable "now" the worker acts on.
+//! - `metrics`: counters and histograms for `/metrics`.
+//! - `commands`: the subcommands of the `nomos-continue` binary (the demo
+//!   among them); `main.rs` only parses arguments.
 
 #![deny(missing_docs)]
 
+// The internal modules: public under `test-support`, private otherwise.
+// (Written out, not generated: a macro-made `mod` hides the modules from
+// rustfmt and from tools that read the source.)
+#[cfg(feature = "test-support")]
 pub mod agent;
+#[cfg(not(feature = "test-support"))]
+mod agent;
+#[cfg(feature = "test-support")]
 pub mod api;
+#[cfg(not(feature = "test-support"))]
+mod api;
+#[cfg(feature = "test-support")]
 pub mod classes;
+#[cfg(not(feature = "test-support"))]
+mod classes;
+#[cfg(feature = "test-support")]
 pub mod clock;
-pub mod commands;
+#[cfg(not(feature = "test-support"))]
+mod clock;
+#[cfg(feature = "test-support")]
 pub mod console;
-pub mod demo;
+#[cfg(not(feature = "test-support"))]
+mod console;
+#[cfg(feature = "test-support")]
 pub mod deploy;
+#[cfg(not(feature = "test-support"))]
+mod deploy;
+#[cfg(feature = "test-support")]
+pub mod maintenance;
+#[cfg(not(feature = "test-support"))]
+mod maintenance;
+#[cfg(feature = "test-support")]
 pub mod metrics;
+#[cfg(not(feature = "test-support"))]
+mod metrics;
+#[cfg(feature = "test-support")]
 pub mod policy;
+#[cfg(not(feature = "test-support"))]
+mod policy;
+#[cfg(feature = "test-support")]
 pub mod server;
+#[cfg(not(feature = "test-support"))]
+mod server;
+#[cfg(feature = "test-support")]
 pub mod signing;
+#[cfg(not(feature = "test-support"))]
+mod signing;
+#[cfg(feature = "test-support")]
 pub mod store;
+#[cfg(not(feature = "test-support"))]
+mod store;
+#[cfg(feature = "test-support")]
 pub mod worker;
+#[cfg(not(feature = "test-support"))]
+mod worker;
+
+/// The binary's subcommands (`main.rs` calls them); not an embedding API.
+#[doc(hidden)]
+pub mod commands;
+
+pub use agent::{async_trait, Agent, AgentError, Continuation, ExecutionReport, Notice};
+pub use policy::Limits;
+pub use server::{serve, Insecure, Running, ServeConfig, Server, TlsFiles};
+pub use store::{Backend, Database, StoreError};
+pub use worker::WorkerConfig;

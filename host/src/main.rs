@@ -147,7 +147,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Cmd::Serve(args) => commands::serve::run(*args).map(|()| ExitCode::SUCCESS),
-        Cmd::Demo => nomos_continue::demo::run().map(|_| ExitCode::SUCCESS),
+        Cmd::Demo => nomos_continue::commands::demo::run().map(|_| ExitCode::SUCCESS),
         Cmd::Migrate(db) => commands::migrate::run(&db.database_url).map(|()| ExitCode::SUCCESS),
         Cmd::Status { db, session } => {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)

@@ -88,6 +88,7 @@ impl Metrics {
         self.decisions_purged.fetch_add(count, Ordering::Relaxed);
     }
 
+    #[cfg(feature = "test-support")]
     /// Decisions recorded so far with this outcome.
     pub fn decisions_with(&self, outcome: &str) -> u64 {
         self.decisions
@@ -97,6 +98,7 @@ impl Metrics {
             .unwrap_or(0)
     }
 
+    #[cfg(feature = "test-support")]
     /// Deliveries recorded so far with this result.
     pub fn deliveries_with(&self, result: &str) -> u64 {
         self.deliveries

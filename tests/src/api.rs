@@ -5,20 +5,18 @@
 //! Why in-process rather than the binary: these tests probe every route
 //! with malformed input and need to see the store and the policy runtime
 //! behind the router; the binary is exercised end to end in `e2e.rs`.
-//! Why the API alone rather than the whole [`Server`](nomos_continue::server::Server):
-//! a worker behind it would act on what these tests set up (and take the
-//! wake-ups they watch); the in-process system is tested in `worker.rs`.
+//! The router is the one assembly's ([`Server`]), with the worker left
+//! out: a worker behind it would act on what these tests set up (and take
+//! the wake-ups they watch); the in-process system with its worker is
+//! tested in the `delivery` binary.
 
 use std::sync::{Arc, OnceLock};
 
-use nomos_continue::api::{router, AppState, Auth, BodyCaps};
 use nomos_continue::clock::SystemClock;
-use nomos_continue::deploy::PolicyDeployment;
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
-use nomos_continue::server::serve_http;
-use nomos_continue::signing::{Keyring, PublicKey};
-use nomos_continue::store::Store;
+use nomos_continue::signing::PublicKey;
+use nomos_continue::store::{Database, Store};
+use nomos_continue::{Running, ServeConfig, Server};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -87,6 +85,8 @@ pub struct ServedApi {
     token: Option<String>,
     admin: Option<String>,
     shutdown: CancellationToken,
+    /// The system behind the router; stopped when this is dropped.
+    _running: Running,
 }
 
 impl ServedApi {
@@ -117,7 +117,7 @@ impl ServedApi {
     pub async fn start_verified(store: Store, admin: &str, key: PublicKey) -> Self {
         let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
         let wake = Arc::new(Notify::new());
-        Self::start_full(store, own, None, Some(admin), wake, Some(key.into())).await
+        Self::start_full(store, own, None, Some(admin), wake, Some(key)).await
     }
 
     async fn start_full(
@@ -126,35 +126,42 @@ impl ServedApi {
         token: Option<&str>,
         admin: Option<&str>,
         wake: Arc<Notify>,
-        verify_keys: Option<Keyring>,
+        verify_key: Option<PublicKey>,
     ) -> Self {
-        let clock = Arc::new(SystemClock);
-        let deployment =
-            PolicyDeployment::new(policy.clone(), store.clone(), clock.clone(), verify_keys);
-        let state = AppState {
-            deployment,
-            store: store.clone(),
-            caps: BodyCaps::for_limits(policy.limits()),
-            policy,
-            clock,
-            metrics: Arc::new(Metrics::default()),
-            wake: wake.clone(),
-            auth: Auth::new(token, admin),
+        // The one assembly, as `serve` runs it, without the worker: these
+        // tests watch the wake-ups and the rows a worker would act on.
+        let keys = tempfile::tempdir().expect("a folder for the verify key");
+        let mut config = ServeConfig {
+            token: token.map(str::to_owned),
+            admin_token: admin.map(str::to_owned),
+            ..ServeConfig::default()
         };
+        if let Some(key) = verify_key {
+            let path = keys.path().join("verify.pub");
+            std::fs::write(&path, key.to_file_text()).expect("write the verify key");
+            config.policy_verify_keys = vec![path];
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
-        let addr = listener.local_addr().expect("local addr");
         let shutdown = CancellationToken::new();
-        tokio::spawn(serve_http(listener, router(state), shutdown.clone()));
+        let running = Server::new(config, Database::over(store.clone()))
+            .with_policy(policy)
+            .with_clock(Arc::new(SystemClock))
+            .with_waker(wake.clone())
+            .without_worker()
+            .start(listener, shutdown.clone())
+            .await
+            .expect("the API starts");
         ServedApi {
-            base: format!("http://{addr}"),
+            base: format!("http://{}", running.addr()),
             store,
             wake,
             client: reqwest::Client::new(),
             token: token.map(str::to_owned),
             admin: admin.map(str::to_owned),
             shutdown,
+            _running: running,
         }
     }
 

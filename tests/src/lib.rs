@@ -7,6 +7,7 @@ pub mod http;
 pub mod policies;
 pub mod replica;
 pub mod sim;
+pub mod wait;
 
 /// Generates, for each listed test body (an `async fn(Store)`), one test
 /// on a fresh SQLite file (`sqlite::name`) and one on a fresh PostgreSQL

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use nomos_continue::store::{bench, Route};
+use nomos_continue::store::{testing as bench, Route};
 use nomos_continue::worker::spawn_pg_listener;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use nomos_continue::store::{bench, Store};
+use nomos_continue::store::{testing as bench, Store};
 use nomos_continue::worker::Worker;
 use uuid::Uuid;
 

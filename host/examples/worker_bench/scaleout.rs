@@ -20,7 +20,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
-use nomos_continue::store::{bench, Store};
+use nomos_continue::store::{testing as bench, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use uuid::Uuid;

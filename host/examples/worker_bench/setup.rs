@@ -9,9 +9,8 @@ use chrono::Utc;
 use futures_util::stream::{self, StreamExt};
 use nomos_continue::agent::{Agent, AgentError, Continuation, Notice};
 use nomos_continue::clock::SystemClock;
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
-use nomos_continue::store::{bench, Route, Store};
+use nomos_continue::store::{testing as bench, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -136,14 +135,10 @@ pub fn worker(store: &Store, args: &Args) -> Result<(Worker, Calls), Error> {
         log_decisions: !args.no_decision_log,
         ..WorkerConfig::default()
     };
-    let worker = Worker::new(
-        store.clone(),
-        policy,
-        agent,
-        Arc::new(SystemClock),
-        config,
-        Arc::new(Metrics::default()),
-    );
+    let worker = Worker::builder(store.clone(), policy, agent)
+        .clock(Arc::new(SystemClock))
+        .config(config)
+        .build();
     Ok((worker, rx))
 }
 

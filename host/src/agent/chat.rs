@@ -54,7 +54,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::http;
-pub use super::replay::{build_messages, build_messages_within, ChatMessage, DEFAULT_BUDGET_CHARS};
+#[cfg(feature = "test-support")]
+pub use super::replay::build_messages;
+pub use super::replay::{build_messages_within, ChatMessage, DEFAULT_BUDGET_CHARS};
 use super::{AdapterConfigError, Agent, AgentError, Continuation, Notice};
 
 /// The first line of the injected note, so the model cannot mistake it for

@@ -7,7 +7,7 @@
 //! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window | runtime |
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay | runtime |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
-//! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions.rs`) | runtime |
+//! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions/`) | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key | runtime |
 //! | `GET /v1/policy` | the active revision and the runtime's counters; the shadow revision and its disagreements | runtime |
 //! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); `?mode=shadow`: validate and put it in shadow instead; its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
@@ -26,9 +26,10 @@
 mod auth;
 mod deliveries;
 mod error;
+mod executions;
 mod limits;
 mod policy;
-mod routes;
+mod service;
 mod sessions;
 
 use std::sync::Arc;
@@ -42,7 +43,9 @@ pub(crate) use auth::scoped;
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
 pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};
-pub use limits::{BodyCap, BodyCaps, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
+pub use limits::BodyCaps;
+#[cfg(feature = "test-support")]
+pub use limits::{BodyCap, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 
 use crate::clock::Clock;
 use crate::deploy::PolicyDeployment;
@@ -79,27 +82,27 @@ pub fn router(state: AppState) -> Router {
     let runtime = Router::new()
         .route(
             "/v1/sessions/{session_id}/tool-results",
-            post(routes::link_tool_result).layer(caps.tool_result.layer()),
+            post(sessions::writes::link_tool_result).layer(caps.tool_result.layer()),
         )
         .route(
             "/v1/sessions/{session_id}/approvals",
-            post(routes::decide_approval).layer(caps.small.layer()),
+            post(sessions::writes::decide_approval).layer(caps.small.layer()),
         )
         .route(
             "/v1/sessions/{session_id}/turns",
-            post(routes::record_turn).layer(caps.turn.layer()),
+            post(sessions::writes::record_turn).layer(caps.turn.layer()),
         )
         .route("/v1/sessions/{session_id}", get(sessions::session))
         .route(
             "/v1/executions/{execution_id}",
-            put(routes::record_execution).layer(caps.execution.layer()),
+            put(executions::record_execution).layer(caps.execution.layer()),
         )
         .route(
             "/v1/deliveries/{delivery_id}/retry",
             post(deliveries::retry),
         )
         .route("/v1/policy", get(policy::policy_info))
-        .route("/metrics", get(routes::metrics))
+        .route("/metrics", get(service::metrics))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), Scope::Runtime),
             auth::scoped,
@@ -117,11 +120,11 @@ pub fn router(state: AppState) -> Router {
             auth::scoped,
         ));
     Router::new()
-        .route("/healthz", get(routes::healthz))
+        .route("/healthz", get(service::healthz))
         .merge(runtime)
         .merge(admin)
-        .fallback(routes::not_found)
-        .method_not_allowed_fallback(routes::method_not_allowed)
+        .fallback(service::not_found)
+        .method_not_allowed_fallback(service::method_not_allowed)
         .layer(caps.small.layer())
         .with_state(state)
 }

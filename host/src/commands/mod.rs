@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::policy::Limits;
 
+pub mod demo;
 pub mod migrate;
 pub mod policy;
 pub mod replay;

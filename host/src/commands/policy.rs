@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use super::PolicyLimitArgs;
 use crate::policy::codec;
 use crate::policy::golden;
-use crate::policy::watch::read_policy_file;
+use crate::policy::read_policy_file;
 use crate::policy::{PolicyError, PolicyRuntime, Profile, PROFILE_BATCH};
 
 /// The policy's fault: reasons were printed.

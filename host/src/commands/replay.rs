@@ -17,8 +17,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use crate::policy::read_policy_file;
 use crate::policy::types::DecisionInput;
-use crate::policy::watch::read_policy_file;
 use crate::policy::{codec, Limits, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
 use crate::store::{parse_uuid, DecisionFilter, LoggedDecision, Store};
 use crate::worker::{decide_chunked, logged_verdict, Verdict};

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::policy::watch::read_policy_file;
+use crate::policy::read_policy_file;
 use crate::signing::{self, SecretKey};
 
 /// `policy keygen PREFIX`: writes a new key pair, `PREFIX.key` (owner-only,

@@ -17,6 +17,7 @@ use super::compiled::CompiledPolicy;
 use super::eval;
 use super::sandbox::Sandbox;
 
+#[cfg(feature = "test-support")]
 /// The commands with a folder in a golden directory, in run order.
 pub const COMMANDS: [&str; 6] = {
     let mut names = [""; 6];
@@ -48,6 +49,7 @@ pub struct GoldenCase {
     pub input: String,
     /// The answer, or the error, it must give.
     pub expected: Expected,
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
     /// The `.in` file, so a runner can feed it to another process and
     /// `BLESS=1` can rewrite the expectation next to it.
     pub input_path: PathBuf,
@@ -297,6 +299,7 @@ fn clip(text: &str) -> String {
     format!("{}… ({} bytes)", &text[..cut], text.len())
 }
 
+#[cfg(feature = "test-support")]
 /// Rewrites a case's expectation from `output` (`BLESS=1`).
 pub fn bless(case: &GoldenCase, output: &CaseOutput) -> Result<(), GoldenError> {
     let (keep, remove, text) = if output.exit_code == 0 {

@@ -61,6 +61,7 @@ impl PolicyHandle {
         self.run(move |runtime| runtime.extract_ids(&text)).await
     }
 
+    #[cfg(feature = "test-support")]
     /// [`PolicyRuntime::classify`].
     pub async fn classify(
         &self,

@@ -28,7 +28,7 @@
 //! - `handle`: the runtime for async callers, each call on the blocking
 //!   pool.
 //! - `golden`: golden-case files, shared by tests and `policy test`.
-//! - `watch`: reading a policy file. Watching it, and the database's active
+//! - `file`: reading a policy file. Watching it, and the database's active
 //!   revision, is `crate::deploy`'s job: the sandbox does not know the
 //!   database.
 
@@ -38,6 +38,7 @@ pub mod codec;
 mod compiled;
 mod convert;
 mod eval;
+mod file;
 pub mod golden;
 mod guest_output;
 mod handle;
@@ -47,20 +48,28 @@ mod sandbox;
 mod shadow;
 pub mod types;
 mod vet;
-pub mod watch;
 
-pub use compiled::{Revision, POLICY_EXPORT};
+pub use compiled::Revision;
+#[cfg(feature = "test-support")]
+pub use compiled::POLICY_EXPORT;
 pub use eval::PolicyFailure;
+pub use file::read_policy_file;
 pub use handle::{PolicyHandle, PolicyTaskFailed};
 pub use profile::{Profile, BATCH as PROFILE_BATCH};
-pub use runtime::{Evaluated, PolicyRuntime, PolicyStats, DEFAULT_FALLBACK_AFTER};
+#[cfg(feature = "test-support")]
+pub use runtime::DEFAULT_FALLBACK_AFTER;
+pub use runtime::{Evaluated, PolicyRuntime, PolicyStats};
 pub use sandbox::Limits;
-pub use shadow::{ShadowPermit, ShadowPolicy, ShadowStats};
+#[cfg(feature = "test-support")]
+pub use shadow::ShadowPolicy;
+pub use shadow::{ShadowPermit, ShadowStats};
+#[cfg(feature = "test-support")]
 pub use vet::Vetting;
 
 /// The default policy, built from `guest/` by the build script.
 pub const BUILTIN_POLICY_WASM: &[u8] = include_bytes!(env!("NOMOS_BUILTIN_POLICY"));
 
+#[cfg(feature = "test-support")]
 /// Where the build script left the default policy component, for tools
 /// (such as the golden runner) that hand the file to `wasmtime run`.
 pub const BUILTIN_POLICY_PATH: &str = env!("NOMOS_BUILTIN_POLICY");

@@ -125,11 +125,13 @@ impl PolicyRuntime {
         })
     }
 
+    #[cfg(feature = "test-support")]
     /// Sets the golden cases every candidate must pass before activation.
     pub fn set_vetting(&mut self, vetting: Vetting) {
         self.vetting = vetting;
     }
 
+    #[cfg(feature = "test-support")]
     /// Sets how many consecutive faults trigger the fall-back.
     pub fn set_fallback_after(&mut self, faults: u32) {
         self.fallback_after = faults.max(1);
@@ -408,6 +410,7 @@ impl PolicyRuntime {
 /// counters and the fall-back, and are not part of the host's API.
 #[doc(hidden)]
 impl PolicyRuntime {
+    #[cfg(feature = "test-support")]
     /// Instantiates the active revision once and calls `decide` `n` times
     /// on that instance: the amortised cost of a call, without the fresh
     /// sandbox production pays per batch.
@@ -415,6 +418,7 @@ impl PolicyRuntime {
         eval::live_decisions(&self.sandbox, &self.active(), n, input)
     }
 
+    #[cfg(feature = "test-support")]
     /// Creates a fresh store and instance of the active revision and drops
     /// them: the fixed cost of every batch.
     pub fn bench_instantiate(&self) -> Result<(), PolicyFailure> {

@@ -98,6 +98,7 @@ impl ShadowPolicy {
         }
     }
 
+    #[cfg(feature = "test-support")]
     /// Waits until no shadow batch holds the slot: a deterministic point
     /// for tests and shutdown, after which every batch begun before is
     /// recorded.

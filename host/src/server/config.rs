@@ -72,8 +72,8 @@ pub struct ServeConfig {
     /// How often the policy file and the database's active revision are
     /// checked.
     pub policy_poll: Duration,
-    /// How often the rescuer looks for expired leases (and purges the
-    /// decision log).
+    /// How often the rescuer looks for expired leases, and the retention
+    /// task purges the decision log.
     pub rescue_interval: Duration,
     /// How long logged decisions are kept (`serve --decision-log-days`);
     /// the worker logs none when `worker.log_decisions` is off.

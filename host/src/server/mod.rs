@@ -24,6 +24,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use axum::Router;
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -32,19 +33,23 @@ use crate::agent::Agent;
 use crate::api::{self, AppState, BodyCaps};
 use crate::clock::Clock;
 use crate::console;
-use crate::deploy::{PolicyDeployment, WatchOutcome};
+use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
+use crate::maintenance::{Rescuer, Retention};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
-use crate::store::Store;
-use crate::worker::{spawn_pg_listener, Rescuer, Worker};
+use crate::store::{Database, Store};
+use crate::worker::{spawn_pg_listener, Worker};
 
-pub use exposure::{ExposureError, Insecure};
-pub use tls::{TlsError, TlsFiles, TlsListener};
+#[cfg(feature = "test-support")]
+pub use exposure::ExposureError;
+pub use exposure::Insecure;
+#[cfg(feature = "test-support")]
+pub use tls::TlsError;
+pub use tls::{TlsFiles, TlsListener};
 
-pub use config::{
-    ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL, DEFAULT_WORKER_HEARTBEAT,
-    DEFAULT_WORKER_STALE_AFTER,
-};
+pub use config::{ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL};
+#[cfg(feature = "test-support")]
+pub use config::{DEFAULT_WORKER_HEARTBEAT, DEFAULT_WORKER_STALE_AFTER};
 
 /// Builds everything from `config`, serves the API on `listener` and runs
 /// until `shutdown` is cancelled (or the worker id is taken over); then
@@ -118,28 +123,35 @@ pub struct Server {
     agent: Option<Arc<dyn Agent>>,
     clock: Option<Arc<dyn Clock>>,
     metrics: Arc<Metrics>,
+    /// Whether the worker runs (the API tests leave it out).
+    worker: bool,
+    /// What the API notifies when work becomes ready; the worker's own
+    /// unless set.
+    wake: Option<Arc<Notify>>,
 }
 
 impl Server {
     /// Connects to `config.database_url` and migrates it.
     pub async fn connect(config: ServeConfig) -> Result<Self> {
-        let store = Store::connect(&config.database_url)
+        let database = Database::connect(&config.database_url)
             .await
             .context("connect to the database")?;
-        store.migrate().await.context("migrate the database")?;
-        Ok(Self::new(config, store))
+        database.migrate().await.context("migrate the database")?;
+        Ok(Self::new(config, database))
     }
 
-    /// Over a store the caller opened (and migrated); `config.database_url`
-    /// is not used.
-    pub fn new(config: ServeConfig, store: Store) -> Self {
+    /// Over a database the caller opened (and migrated);
+    /// `config.database_url` is not used.
+    pub fn new(config: ServeConfig, database: Database) -> Self {
         Self {
             config,
-            store,
+            store: database.into_store(),
             policy: None,
             agent: None,
             clock: None,
             metrics: Arc::new(Metrics::default()),
+            worker: true,
+            wake: None,
         }
     }
 
@@ -151,20 +163,43 @@ impl Server {
 
     /// Acts on this clock instead of the database's (which is then neither
     /// read nor resynchronised).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
     }
 
+    #[cfg(feature = "test-support")]
     /// Runs this policy runtime instead of loading the configured policy
     /// (tests share one compiled runtime; compiling is slow).
-    pub fn with_policy(mut self, policy: Arc<PolicyRuntime>) -> Self {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn with_policy(mut self, policy: Arc<PolicyRuntime>) -> Self {
         self.policy = Some(policy);
         self
     }
 
+    /// Leaves the worker out: the API, the console and the upkeep run, but
+    /// nothing plans or delivers. For tests of the API, whose set-ups a
+    /// worker would act on (and whose wake-ups it would take).
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
+    pub(crate) fn without_worker(mut self) -> Self {
+        self.worker = false;
+        self
+    }
+
+    /// The API notifies `wake` when work becomes ready (a worker the test
+    /// runs itself, or a signal the test watches).
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
+    pub(crate) fn with_waker(mut self, wake: Arc<Notify>) -> Self {
+        self.wake = Some(wake);
+        self
+    }
+
     /// The store every part uses.
-    pub fn store(&self) -> &Store {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
@@ -184,6 +219,8 @@ impl Server {
             agent,
             clock,
             metrics,
+            worker: with_worker,
+            wake,
         } = self;
         if let Some(warning) = check_exposure(&listener, &config)? {
             tracing::warn!("{warning}");
@@ -214,14 +251,6 @@ impl Server {
             Some(agent) => agent,
             None => parts::build_agent(&config, &store, clock.clone())?,
         };
-        let worker = Worker::new(
-            store.clone(),
-            policy.clone(),
-            agent,
-            clock.clone(),
-            config.worker.clone(),
-            metrics.clone(),
-        );
         let addr = listener.local_addr().context("bound address")?;
 
         // Registered after the last start-up step that can fail, so a failed
@@ -243,6 +272,14 @@ impl Server {
         // is made by the revision this replica converges on.
         let deployment =
             PolicyDeployment::new(policy.clone(), store.clone(), clock.clone(), verify_keys);
+        // One copy of the status classes for the deployment, the worker and
+        // the API: an answer kept by one serves all.
+        let worker = Worker::builder(store.clone(), policy.clone(), agent)
+            .clock(clock.clone())
+            .config(config.worker.clone())
+            .metrics(metrics.clone())
+            .classes(deployment.classes())
+            .build();
         if let Err(e) = deployment.keep_builtin().await {
             tracing::warn!("could not keep the built-in policy for replay: {e}");
         }
@@ -268,22 +305,32 @@ impl Server {
             config.worker_heartbeat,
             shutdown.clone(),
         ));
-        if config.wake_listener {
-            if let Some(listening) = spawn_pg_listener(&store, worker.waker(), shutdown.clone()) {
-                tasks.spawn(async move {
-                    let _ = listening.await;
-                });
+        let wake = wake.unwrap_or_else(|| worker.waker());
+        if with_worker {
+            if config.wake_listener {
+                if let Some(listening) = spawn_pg_listener(&store, worker.waker(), shutdown.clone())
+                {
+                    tasks.spawn(async move {
+                        let _ = listening.await;
+                    });
+                }
             }
+            tasks.spawn(worker.run(shutdown.clone()));
         }
-        tasks.spawn(worker.clone().run(shutdown.clone()));
         let rescuer = Rescuer::new(
             store.clone(),
             clock.clone(),
             metrics.clone(),
             config.rescue_interval,
-        )
-        .with_decision_retention(Some(config.decision_retention));
+        );
         tasks.spawn(rescuer.run(shutdown.clone()));
+        let retention = Retention::new(
+            store.clone(),
+            clock.clone(),
+            metrics.clone(),
+            Some(config.decision_retention),
+        );
+        tasks.spawn(retention.run(config.rescue_interval, shutdown.clone()));
         if let Some(watcher) = file_watcher {
             tasks.spawn(watcher.run(shutdown.clone()));
         }
@@ -294,7 +341,7 @@ impl Server {
             policy: policy.clone(),
             clock,
             metrics,
-            wake: worker.waker(),
+            wake,
             auth: config.auth(),
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
@@ -347,7 +394,8 @@ impl Running {
     }
 
     /// The policy runtime (its active revision may change while it runs).
-    pub fn policy(&self) -> &Arc<PolicyRuntime> {
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn policy(&self) -> &Arc<PolicyRuntime> {
         &self.policy
     }
 

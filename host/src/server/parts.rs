@@ -11,7 +11,7 @@ use crate::agent::{
 };
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::deploy::verify_revision;
-use crate::policy::watch::read_policy_file;
+use crate::policy::read_policy_file;
 use crate::policy::PolicyRuntime;
 use crate::signing::{self, Keyring};
 use crate::store::Store;

@@ -6,9 +6,10 @@
 //! Migration 021 creates a standalone table only where no relation named
 //! `executions` exists: a runtime may supply its own (a view over its
 //! table), whose columns can hold what the standalone table forbids. One
-//! such row must not stop the reads for every other execution (DESIGN.md,
-//! promise P5), so the reads do not trust them: a NULL `result` is the empty
-//! result (no output yet), a NULL `updated_at` falls back to `finished_at`,
+//! such row must not stop the reads for every other execution (promise P5
+//! in `ARCHITECTURE.md`), so the reads do not trust them: a NULL `result`
+//! is the empty result (no output yet), a NULL `updated_at` falls back to
+//! `finished_at`,
 //! a row with a NULL `status` has not reported, and a row that still does
 //! not decode is skipped with a warning (see [`decode::or_skip`]).
 
@@ -17,8 +18,10 @@ use uuid::Uuid;
 
 use super::decode;
 use super::dialect::{query, trunc};
-use super::types::{Execution, LateReport, ReportOutcome};
-use super::{dedup, Db, Result, Store, StoreError};
+use super::types::{Execution, ReportOutcome};
+use super::{dedup, Result, Store, StoreError};
+#[cfg(feature = "test-support")]
+use super::{types::LateReport, Db};
 
 /// The columns every read selects, with the NULL fallbacks of the module
 /// docs (a NULL `updated_at` left after them reads as the epoch, see
@@ -26,10 +29,12 @@ use super::{dedup, Db, Result, Store, StoreError};
 const COLS: &str = "id, status, COALESCE(result, '') AS result, \
      COALESCE(updated_at, finished_at) AS updated_at, finished_at";
 
+#[cfg(feature = "test-support")]
 /// The columns [`decode::late_report`] reads.
 const LATE_COLS: &str = "execution_id, status, result, reported_at";
 
 impl Store {
+    #[cfg(feature = "test-support")]
     /// The SQLite pool, if any (the counterpart of [`Store::pg_pool`]).
     ///
     /// Why here: a runtime embedding nomos-continue on SQLite that keeps its
@@ -139,6 +144,7 @@ impl Store {
         })
     }
 
+    #[cfg(feature = "test-support")]
     /// The reports of an execution that arrived after its first terminal one
     /// and were recorded, not applied (see
     /// [`Store::upsert_execution_status`]), in arrival order.

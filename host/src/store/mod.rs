@@ -47,48 +47,47 @@
 //! clauses, an id list (`= ANY` of an array, or a JSON list), the claims
 //! passed as pairs, and `GREATEST` against the two-argument `MAX`.
 
-pub mod bench;
-mod chat_history;
-pub use chat_history::SessionNotice;
-mod claims;
-mod ledger;
-pub use claims::FailedCall;
-mod notices;
-pub use notices::NoticeAbout;
-mod settle;
-pub use settle::RetryOutcome;
-mod status_classes;
-pub use status_classes::StoredClass;
-mod decisions;
-pub use decisions::{DecisionFilter, LoggedDecision, NewDecision};
+mod chat;
 mod decode;
 mod deliveries;
 mod dialect;
 mod executions;
+mod handle;
 mod links;
-pub use links::Poll;
 mod migrate;
-pub use migrate::LOCK_ATTEMPTS;
-mod overview;
-mod plan;
-pub use plan::FreshClaim;
-mod policies;
-mod shadow;
-pub use overview::{Backlog, Overview};
-pub use shadow::Disagreement;
-mod sessions;
-pub use sessions::{SessionCursor, SessionFilter, SessionRow};
-mod summary;
-mod timeline;
-pub use summary::{
-    check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,
-    SessionSummary, DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
-};
-pub use timeline::{Shown, SHOWN_CHARS};
-mod turns;
+mod policy;
+mod read;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod types;
 mod windows;
 mod workers;
+
+#[cfg(feature = "test-support")]
+pub use chat::history::SessionNotice;
+pub use deliveries::notice::NoticeAbout;
+pub use deliveries::plan::FreshClaim;
+pub use deliveries::record::FailedCall;
+pub use deliveries::settle::RetryOutcome;
+pub use handle::Database;
+pub use links::Poll;
+#[cfg(feature = "test-support")]
+pub use migrate::LOCK_ATTEMPTS;
+pub use policy::classes::StoredClass;
+pub use policy::decisions::{DecisionFilter, LoggedDecision, NewDecision};
+pub use policy::shadow::Disagreement;
+#[cfg(feature = "test-support")]
+pub use read::overview::{Backlog, Overview};
+#[cfg(feature = "test-support")]
+pub use read::session::SessionSummary;
+pub use read::session::{
+    check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,
+    DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
+};
+pub use read::sessions::{SessionCursor, SessionFilter, SessionRow};
+pub use read::timeline::Shown;
+#[cfg(feature = "test-support")]
+pub use read::timeline::SHOWN_CHARS;
 
 use std::str::FromStr;
 
@@ -178,6 +177,19 @@ pub enum StoreError {
         database: i64,
         /// The highest version this binary embeds.
         binary: i64,
+    },
+    /// The database was migrated by a build from before the first release,
+    /// whose migrations 018-044 were squashed into this release's: its
+    /// schema cannot be migrated to this one. Refused; it must be recreated.
+    #[error(
+        "the database records migration {version} of a pre-release nomos-continue build \
+         (its migrations were squashed before the first release), so it cannot be migrated. \
+         Recreate the database and migrate it again; to keep the seed's link table, first \
+         revert to 17 with that build (sqlx migrate revert --target-version 17)"
+    )]
+    PreRelease {
+        /// The first recorded version that is not this binary's.
+        version: i64,
     },
     /// A migration kept timing out waiting for a table lock (its
     /// `lock_timeout`, see `docs/operations.md`), so it was given up.
@@ -293,6 +305,7 @@ impl Store {
         }
     }
 
+    #[cfg(feature = "test-support")]
     /// Runs one statement of raw SQL that returns no rows, on either
     /// backend: for operators' scripts and for tests that inject faults
     /// (a trigger that fails a write) the way a real database can fail.

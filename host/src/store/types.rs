@@ -3,7 +3,7 @@
 //! They are plain data (with `Serialize`, times as RFC 3339) so the API can
 //! return them as JSON without a second set of types.
 
-pub use super::ledger::*;
+pub use super::deliveries::row::*;
 use std::fmt;
 use std::str::FromStr;
 
@@ -119,6 +119,7 @@ text_enum!(
     }
 );
 
+#[cfg(feature = "test-support")]
 /// Where a link is, derived from its columns (for the API and the worker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -252,6 +253,7 @@ pub struct Link {
     pub execution_status: Option<String>,
 }
 
+#[cfg(feature = "test-support")]
 impl Link {
     /// The state derived from the columns.
     pub fn state(&self) -> LinkState {

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::Worker;
+use super::context::Context;
 use crate::policy::types as t;
 use crate::store::{self, ReadyLink, SessionSnapshot};
 
@@ -33,7 +33,7 @@ impl From<&store::Window> for t::Window {
     }
 }
 
-impl Worker {
+impl Context {
     /// The policy's input for one link of a session; `still_running` is the
     /// session's (see [`still_running`]), of which the link itself is left
     /// out.

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
-use super::decide::Verdict;
+use super::Verdict;
 use crate::policy::codec;
 use crate::policy::types as t;
 use crate::policy::Evaluated;

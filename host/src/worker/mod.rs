@@ -22,22 +22,16 @@
 //! Waking: PostgreSQL `LISTEN`/`NOTIFY`, or an in-process signal, plus a
 //! jittered poll; correctness never depends on a wake-up arriving.
 
-mod continuation;
-mod decide;
+mod builder;
+mod context;
 mod deliver;
-mod fold;
 mod input;
 mod journal;
 mod notices;
 mod plan;
-mod ready;
-mod record;
-mod rescuer;
-mod shadow;
 mod wake;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
@@ -45,19 +39,21 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
-use crate::classes::{ClassError, StatusClasses};
-use crate::clock::Clock;
-use crate::metrics::Metrics;
-use crate::policy::{PolicyHandle, PolicyRuntime, PolicyTaskFailed};
-use crate::store::{Claim, Poll, Store, StoreError};
+use crate::classes::ClassError;
+use crate::policy::{PolicyRuntime, PolicyTaskFailed};
+#[cfg(feature = "test-support")]
+use crate::store::Claim;
+use crate::store::{Poll, Store, StoreError};
 
-pub(crate) use decide::{decide_chunked, Verdict};
+pub use builder::WorkerBuilder;
 pub use deliver::DeliverReport;
-pub use fold::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
 pub(crate) use journal::logged_verdict;
 pub use plan::PlanReport;
-pub use rescuer::Rescuer;
-pub use shadow::MAX_RECORDED_PER_BATCH;
+#[cfg(feature = "test-support")]
+pub use plan::MAX_RECORDED_PER_BATCH;
+pub(crate) use plan::{decide_chunked, Verdict};
+#[cfg(feature = "test-support")]
+pub use plan::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
 pub use wake::spawn_pg_listener;
 
 /// Why a worker pass failed. The pass is retried on the next wake-up or
@@ -181,58 +177,25 @@ pub struct TickReport {
     pub deliver: DeliverReport,
 }
 
-/// The continuation worker. Cheap to clone; clones share everything.
+/// The continuation worker: a [`Planner`](plan) that writes continuations
+/// and claims them, and a [`Deliverer`](deliver) that calls the agent with
+/// what was claimed. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Worker {
-    pub(crate) store: Store,
-    pub(crate) policy: PolicyHandle,
-    /// Status classes under the active revision, asked of the policy once.
-    pub(crate) classes: StatusClasses,
-    pub(crate) agent: Arc<dyn Agent>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) config: WorkerConfig,
-    pub(crate) metrics: Arc<Metrics>,
+    planner: plan::Planner,
+    deliverer: deliver::Deliverer,
     wake: Arc<Notify>,
-    /// Claims whose call the agent accepted but whose record failed (the
-    /// database was unreachable): recorded first on the next pass, and
-    /// their leases renewed meanwhile, so they are never called again.
-    unrecorded: Arc<Mutex<Vec<Claim>>>,
-    /// Claims whose call is running now, whose leases are renewed.
-    in_flight: Arc<Mutex<HashSet<Claim>>>,
-    /// The policy revision the last sweep ran under (see
-    /// [`Worker::plan_pass`]).
-    swept: Arc<Mutex<Option<String>>>,
-    /// The last decision logged per execution (see
-    /// [`journal::LoggedRepeats`]).
-    repeats: journal::LoggedRepeats,
 }
 
 impl Worker {
-    /// A worker over these parts. It does nothing until [`Worker::run`] (or
-    /// [`Worker::run_once`] in tests) is called.
-    pub fn new(
+    /// A worker over the three parts it cannot run without; the builder
+    /// sets the rest.
+    pub fn builder(
         store: Store,
         policy: Arc<PolicyRuntime>,
         agent: Arc<dyn Agent>,
-        clock: Arc<dyn Clock>,
-        config: WorkerConfig,
-        metrics: Arc<Metrics>,
-    ) -> Self {
-        let handle = PolicyHandle::from(&policy);
-        Self {
-            classes: StatusClasses::new(store.clone(), handle.clone(), clock.clone()),
-            store,
-            policy: handle,
-            agent,
-            clock,
-            config,
-            metrics,
-            wake: Arc::new(Notify::new()),
-            unrecorded: Arc::new(Mutex::new(Vec::new())),
-            in_flight: Arc::new(Mutex::new(HashSet::new())),
-            swept: Arc::new(Mutex::new(None)),
-            repeats: journal::LoggedRepeats::default(),
-        }
+    ) -> WorkerBuilder {
+        WorkerBuilder::new(store, policy, agent)
     }
 
     /// The in-process wake-up: notify it after recording a status (the API
@@ -241,25 +204,53 @@ impl Worker {
         self.wake.clone()
     }
 
-    /// The settings it runs with.
-    pub fn config(&self) -> &WorkerConfig {
-        &self.config
+    #[cfg(feature = "test-support")]
+    /// One plan step that sweeps (reads parked links too). Tests call this
+    /// to look at the plan step alone.
+    pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
+        self.planner.plan_once().await
     }
 
+    #[cfg(feature = "test-support")]
+    /// One deliver step alone (claiming what is due). Tests call this.
+    pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
+        self.deliverer.deliver_once().await
+    }
+
+    #[cfg(feature = "test-support")]
+    /// Extends the leases of the calls in flight (the deliver step does
+    /// this on its own while calls run).
+    pub async fn renew_leases(&self) {
+        self.deliverer.renew_leases().await;
+    }
+
+    #[cfg(feature = "test-support")]
+    /// The claims whose calls are running now.
+    pub fn claims_in_flight(&self) -> Vec<Claim> {
+        self.deliverer.claims_in_flight()
+    }
+
+    /// The settings it runs with.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.planner.config
+    }
+
+    #[cfg(feature = "test-support")]
     /// One pass: plan (sweeping), then deliver. Tests call this directly.
     pub async fn run_once(&self) -> Result<TickReport, WorkerError> {
         self.pass(&CancellationToken::new(), Poll::Sweep).await
     }
 
+    #[cfg(feature = "test-support")]
     /// One pass whose plan step reads the links `poll` names.
     pub async fn run_pass(&self, poll: Poll) -> Result<TickReport, WorkerError> {
         self.pass(&CancellationToken::new(), poll).await
     }
 
     async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
-        let mut plan = self.plan_pass(poll, true).await?;
+        let mut plan = self.planner.plan_pass(poll, true).await?;
         let claimed = std::mem::take(&mut plan.claimed);
-        let deliver = self.deliver_pass(stop, claimed, poll).await?;
+        let deliver = self.deliverer.deliver_pass(stop, claimed, poll).await?;
         Ok(TickReport { plan, deliver })
     }
 
@@ -277,7 +268,7 @@ impl Worker {
             if shutdown.is_cancelled() {
                 return;
             }
-            if last_sweep.elapsed() >= self.config.poll_interval {
+            if last_sweep.elapsed() >= self.config().poll_interval {
                 sweep = true;
             }
             let poll = if sweep { Poll::Sweep } else { Poll::Unparked };
@@ -294,7 +285,7 @@ impl Worker {
                         > 0
                 }
                 Err(e) => {
-                    tracing::error!(worker = %self.config.worker_id, "worker pass failed: {e}");
+                    tracing::error!(worker = %self.config().worker_id, "worker pass failed: {e}");
                     false
                 }
             };
@@ -302,7 +293,7 @@ impl Worker {
                 sweep = false;
                 continue;
             }
-            let pause = jittered(self.config.poll_interval);
+            let pause = jittered(self.config().poll_interval);
             sweep = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = self.wake.notified() => false,
@@ -312,22 +303,14 @@ impl Worker {
     }
 }
 
-impl Worker {
-    fn lock_swept(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.swept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 /// `base` ± 20 %, so replicas started together do not poll in lockstep.
 fn jittered(base: Duration) -> Duration {
     let factor = rand::thread_rng().gen_range(0.8..1.2);
     base.mul_f64(factor)
 }
 
-/// `base * 2^(attempts-1)`, capped.
-fn backoff(config: &WorkerConfig, attempts: i32) -> Duration {
+/// `base * 2^(attempts-1)`, capped: the longest wait before a retry.
+fn backoff_ceiling(config: &WorkerConfig, attempts: i32) -> Duration {
     let exponent = u32::try_from(attempts.saturating_sub(1))
         .unwrap_or(0)
         .min(20);
@@ -337,6 +320,15 @@ fn backoff(config: &WorkerConfig, attempts: i32) -> Duration {
         .min(config.backoff_max)
 }
 
+/// The wait before retry `attempts`: a random point in the upper half of
+/// [`backoff_ceiling`]. Why random: after an outage every delivery that
+/// failed with it has the same attempt count, and the same wait would send
+/// them all again in the same instant, as a thundering herd.
+fn backoff(config: &WorkerConfig, attempts: i32) -> Duration {
+    let ceiling = backoff_ceiling(config, attempts);
+    ceiling.mul_f64(rand::thread_rng().gen_range(0.5..=1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,9 +336,24 @@ mod tests {
     #[test]
     fn backoff_doubles_and_caps() {
         let config = WorkerConfig::default();
-        assert_eq!(backoff(&config, 1), Duration::from_secs(1));
-        assert_eq!(backoff(&config, 3), Duration::from_secs(4));
-        assert_eq!(backoff(&config, 30), Duration::from_secs(60));
+        assert_eq!(backoff_ceiling(&config, 1), Duration::from_secs(1));
+        assert_eq!(backoff_ceiling(&config, 3), Duration::from_secs(4));
+        assert_eq!(backoff_ceiling(&config, 30), Duration::from_secs(60));
+    }
+
+    /// Retries of deliveries that failed together (same attempt count) are
+    /// spread over the upper half of the ceiling, not sent in one instant.
+    #[test]
+    fn retries_of_one_attempt_count_do_not_line_up() {
+        let config = WorkerConfig::default();
+        let waits: std::collections::BTreeSet<Duration> =
+            (0..200).map(|_| backoff(&config, 3)).collect();
+        assert!(waits.len() > 100, "{} distinct waits of 200", waits.len());
+        let (low, high) = (Duration::from_secs(2), Duration::from_secs(4));
+        assert!(
+            waits.iter().all(|w| (low..=high).contains(w)),
+            "{waits:?} outside [{low:?}, {high:?}]"
+        );
     }
 
     #[test]

@@ -18,7 +18,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use nomos_continue::clock::{Clock, ManualClock};
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::PolicyRuntime;
 use nomos_continue::store::{DeliveryState, Poll, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
@@ -173,14 +172,10 @@ impl Sim {
             runtime: self.runtime.clone(),
             worker: id,
         });
-        let worker = Worker::new(
-            self.store.clone(),
-            self.policy.clone(),
-            agent,
-            self.clock.clone(),
-            config,
-            Arc::new(Metrics::default()),
-        );
+        let worker = Worker::builder(self.store.clone(), self.policy.clone(), agent)
+            .clock(self.clock.clone())
+            .config(config)
+            .build();
         lock(&self.runtime.workers).insert(id, worker.clone());
         self.workers.push(Incarnation { worker, pass: None });
     }

@@ -18,7 +18,6 @@ mod wake;
 
 use nomos_continue::agent::AgentError;
 use nomos_continue::clock::{Clock, ManualClock};
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::{DeliveryState, Route, Settlement, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
@@ -58,14 +57,10 @@ fn continuation_of(
 impl Rig {
     /// Another worker on the rig's store, agent and clock.
     fn worker(&self, config: WorkerConfig) -> Worker {
-        Worker::new(
-            self.store.clone(),
-            policy(),
-            self.agent.clone(),
-            self.clock.clone(),
-            config,
-            Arc::new(Metrics::default()),
-        )
+        Worker::builder(self.store.clone(), policy(), self.agent.clone())
+            .clock(self.clock.clone())
+            .config(config)
+            .build()
     }
 
     fn new(store: Store) -> Self {
@@ -79,14 +74,10 @@ impl Rig {
             worker_id: "test-worker".into(),
             ..WorkerConfig::default()
         };
-        let worker = Worker::new(
-            store.clone(),
-            policy(),
-            agent.clone(),
-            clock.clone(),
-            config,
-            Arc::new(Metrics::default()),
-        );
+        let worker = Worker::builder(store.clone(), policy(), agent.clone())
+            .clock(clock.clone())
+            .config(config)
+            .build();
         Self {
             store,
             clock,

@@ -11,13 +11,12 @@
 //! processes on a 2-core machine).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
-use std::time::Duration;
 
 use nomos_continue::store::{DeliveryKind, DeliveryState, LinkState, Store};
 use nomos_continue_tests::db::{self, PgTestDb};
 use nomos_continue_tests::http::{RecordedRequest, RecordingServer, Reply, Script};
 use nomos_continue_tests::replica::{Replica, ReplicaOptions};
+use nomos_continue_tests::wait::until;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
@@ -26,25 +25,6 @@ mod failover;
 
 /// One case at a time: each runs several processes and many connections.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// The interval between two looks at a condition, and how many looks.
-const POLL: Duration = Duration::from_millis(50);
-const TRIES: u32 = 600; // 30 s: a guard against a hung test, not a timing
-
-/// Polls `check` until it yields `Some`, at most [`TRIES`] times.
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    for _ in 0..TRIES {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    panic!("gave up waiting for {what}");
-}
 
 /// Sessions, each with an open window and its executions linked.
 struct Work {
@@ -92,7 +72,7 @@ impl Work {
     /// Waits until the ledger shows every link settled and nothing pending.
     async fn wait_settled(&self, store: &Store) {
         let total = self.executions().len() as i64;
-        wait_for("every link settled", || async {
+        until("every link settled", || async {
             let o = store.overview().await.ok()?;
             let settled = o.continued_links + o.dropped_links + o.failed_links;
             (o.pending_links == 0 && o.deliveries_pending == 0 && settled >= total).then_some(())
@@ -285,7 +265,7 @@ async fn kill_after_the_claim_is_redelivered_with_the_same_key() {
     let work = Work::create(&[&w1], 1, 1).await;
     let session = work.sessions[0].0;
     Work::finish(&[&w1], &work.executions()).await;
-    let claimed = wait_for("w1 to claim the continuation", || async {
+    let claimed = until("w1 to claim the continuation", || async {
         let rows = ledger(&db.store, session).await;
         rows.into_iter()
             .find(|d| d.lease_owner.as_deref() == Some("w1") && d.state == DeliveryState::Pending)
@@ -407,7 +387,7 @@ async fn terminated_backends_reconnect_and_complete_the_work() {
     let work = Work::create(&apis, 10, 3).await;
     let executions = work.executions();
     let (first, rest) = executions.split_at(executions.len() / 2);
-    let old_listeners = wait_for("both replicas to LISTEN", || async {
+    let old_listeners = until("both replicas to LISTEN", || async {
         let pids = listeners(&db).await;
         (pids.len() == 2).then_some(pids)
     })
@@ -431,7 +411,7 @@ async fn terminated_backends_reconnect_and_complete_the_work() {
         killed.len()
     );
 
-    wait_for("both LISTEN connections to come back", || async {
+    until("both LISTEN connections to come back", || async {
         let pids = listeners(&db).await;
         (pids.len() == 2 && pids.iter().all(|p| !old_listeners.contains(p))).then_some(())
     })

@@ -11,7 +11,6 @@
 //! each view is left in `target/console-screenshots/`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{anyhow, ensure, Context, Result};
 use fantoccini::elements::Element;
@@ -21,13 +20,13 @@ use nomos_continue_tests::browser::Browser;
 use nomos_continue_tests::http::{RecordingServer, Script};
 use nomos_continue_tests::policies::variant;
 use nomos_continue_tests::replica::{binary, Replica, ReplicaOptions};
+use nomos_continue_tests::wait::{until, PATIENCE};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 const RUNTIME: &str = "runtime-token-for-the-console";
 const ADMIN: &str = "admin-token-for-the-console";
 /// How long a step may take: a continuation, a view, a candidate compile.
-const PATIENCE: Duration = Duration::from_secs(60);
 
 struct Api {
     base: String,
@@ -59,19 +58,16 @@ impl Api {
     /// webhook's request arrives before the delivery is recorded.
     async fn until_continued(&self, session: Uuid) -> Result<()> {
         let path = format!("/v1/sessions/{session}");
-        tokio::time::timeout(PATIENCE, async {
-            loop {
-                let body = self
-                    .call(reqwest::Method::GET, &path, RUNTIME, Vec::new())
-                    .await?;
-                if body["links"][0]["outcome"] == "continued" {
-                    return Ok::<_, anyhow::Error>(());
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+        until("the link settled as continued", async || {
+            match self
+                .call(reqwest::Method::GET, &path, RUNTIME, Vec::new())
+                .await
+            {
+                Ok(body) if body["links"][0]["outcome"] != "continued" => None,
+                answer => Some(answer.map(drop)),
             }
         })
         .await
-        .map_err(|_| anyhow!("the link was not settled as continued"))?
     }
 }
 

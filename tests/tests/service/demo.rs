@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use nomos_continue::demo::{replay, Actor, Timeline};
+use nomos_continue::commands::demo::{replay, Actor, Timeline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_reaches_the_goal_with_no_operator_message_after_approval() -> anyhow::Result<()> {

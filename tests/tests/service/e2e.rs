@@ -14,17 +14,16 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use nomos_continue_tests::http::{RecordedRequest, RecordingServer, Script};
 use nomos_continue_tests::replica::binary;
+use nomos_continue_tests::wait::{try_within, PATIENCE};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use uuid::Uuid;
 
 /// A guard against a hung test, never the thing measured.
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running `nomos-continue serve`; dropping it kills the process, and a
 /// panicking test prints its stderr.
@@ -136,17 +135,12 @@ impl Serve {
         done: impl Fn(&Value) -> bool,
     ) -> Value {
         let path = format!("/v1/sessions/{session}");
-        let waited = tokio::time::timeout(PATIENCE, async {
-            loop {
-                let summary = self.get(&path).await;
-                if done(&summary) {
-                    return summary;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+        let waited = try_within(PATIENCE, async || {
+            let summary = self.get(&path).await;
+            done(&summary).then_some(summary)
         })
         .await;
-        waited.unwrap_or_else(|_| panic!("timed out waiting for {what}: {}", self.stderr_text()))
+        waited.unwrap_or_else(|| panic!("timed out waiting for {what}: {}", self.stderr_text()))
     }
 
     /// SIGTERM, then the exit status (bounded).

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nomos_continue_tests::replica::{Refusal, Replica, ReplicaOptions};
+use nomos_continue_tests::wait::{try_within, PATIENCE};
 use serde_json::Value;
 
 /// Nothing is sent there: these replicas have no work.
@@ -54,14 +55,12 @@ async fn the_overrides_start_and_are_logged() {
     assert_eq!(health.status(), 200);
     replica.kill().await;
     // The line was written before the address; its reader may lag behind.
-    let logged = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        while !replica.stderr().contains("INSECURE") {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+    let logged = try_within(PATIENCE, async || {
+        replica.stderr().contains("INSECURE").then_some(())
     })
     .await;
     assert!(
-        logged.is_ok(),
+        logged.is_some(),
         "the override was not logged: {}",
         replica.stderr()
     );

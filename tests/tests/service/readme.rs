@@ -46,3 +46,34 @@ fn readme_wasmtime_examples_run_as_written() -> Result<()> {
     }
     Ok(())
 }
+
+/// CI runs the README's two commands for a fresh machine as written: the
+/// test command (after its parts were started early, beside the build) and
+/// the demo, on the binary the tests built.
+#[test]
+fn ci_runs_the_readme_commands() -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?;
+    let readme = std::fs::read_to_string(root.join("README.md")).context("read README.md")?;
+    let ci = std::fs::read_to_string(root.join(".ci/run")).context("read .ci/run")?;
+    let test_command = readme
+        .lines()
+        .find(|l| {
+            l.starts_with("cargo install wasmtime-cli") && l.ends_with("cargo test --workspace")
+        })
+        .context("README's test command")?;
+    ensure!(
+        ci.lines().any(|l| l.trim() == format!("({test_command})")),
+        ".ci/run does not run README's test command: {test_command}"
+    );
+    ensure!(
+        readme.lines().any(|l| l == "cargo run -- demo"),
+        "README's first command is not `cargo run -- demo`"
+    );
+    ensure!(
+        ci.contains("./target/debug/nomos-continue demo"),
+        ".ci/run does not run the demo"
+    );
+    Ok(())
+}

@@ -1,5 +1,5 @@
 //! The store as `chatWith`'s [`ChatHistory`] ([`StoreHistory`], migration
-//! 024), on SQLite and PostgreSQL: replies are stored once per continuation key, notices are
+//! 018), on SQLite and PostgreSQL: replies are stored once per continuation key, notices are
 //! recorded once and never replayed, and the real `ChatAgent` over the store
 //! calls the model once per key against a fake chat server on loopback.
 
@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores!(
-    migration_024_goes_down_and_up,
+    the_chat_tables_go_down_and_up,
     a_reply_is_stored_once_per_key,
     racing_replies_with_one_key_store_one,
     notices_are_recorded_once_and_never_replayed,
@@ -38,14 +38,14 @@ fn history(store: &Store) -> StoreHistory {
     StoreHistory::new(store.clone(), Arc::new(ManualClock::new(t0())))
 }
 
-/// 024 reverts cleanly (the notices table goes, keyless turns survive) and
-/// applies again.
-async fn migration_024_goes_down_and_up(store: Store) {
+/// 018 reverts cleanly with turns and notices in its tables (both tables
+/// go) and applies again, and the history works on the new tables.
+async fn the_chat_tables_go_down_and_up(store: Store) {
     assert!(store
         .applied_migrations()
         .await
         .expect("applied")
-        .contains(&24));
+        .contains(&18));
     let session = Uuid::new_v4();
     store
         .append_turn(session, Role::User, "hello", t0())
@@ -55,18 +55,23 @@ async fn migration_024_goes_down_and_up(store: Store) {
         .append_notice(session, "dropped", "n-1", t0())
         .await
         .expect("notice");
-    store.undo_migrations(23).await.expect("undo 024");
+    store.undo_migrations(17).await.expect("undo 018");
     assert!(!store
         .tables()
         .await
         .expect("tables")
         .iter()
-        .any(|t| t == "nomos_notices"));
-    store.migrate().await.expect("024 again");
+        .any(|t| t == "nomos_notices" || t == "nomos_chat_turns"));
+    store.migrate().await.expect("018 again");
+    assert!(store.turns(session).await.expect("turns").is_empty());
+    assert!(store.notices(session).await.expect("notices").is_empty());
+    store
+        .append_turn(session, Role::User, "hello again", t0())
+        .await
+        .expect("turn");
     let turns = store.turns(session).await.expect("turns");
     assert_eq!(turns.len(), 1);
     assert_eq!(turns[0].idempotency_key, None);
-    assert!(store.notices(session).await.expect("notices").is_empty());
 }
 
 async fn a_reply_is_stored_once_per_key(store: Store) {

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::clock::ManualClock;
+use nomos_continue::maintenance::Retention;
 use nomos_continue::metrics::Metrics;
 use nomos_continue::store::{DecisionFilter, NewDecision, Store};
-use nomos_continue::worker::Rescuer;
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores!(
     recorded_decisions_read_back_in_order_and_filter,
     the_purge_deletes_by_age_in_batches,
-    the_rescuer_purges_past_the_retention,
+    the_retention_task_purges_past_it,
     a_pass_of_many_decisions_is_recorded_whole,
 );
 
@@ -128,24 +128,19 @@ async fn the_purge_deletes_by_age_in_batches(store: Store) {
         .all(|d| d.decided_at == t0() + Duration::days(2)));
 }
 
-async fn the_rescuer_purges_past_the_retention(store: Store) {
+async fn the_retention_task_purges_past_it(store: Store) {
     let s = Uuid::new_v4();
     let batch: Vec<NewDecision> = (0..5).map(|n| decision(s, n)).collect();
     store.record_decisions(&batch, t0()).await.expect("record");
     let clock = Arc::new(ManualClock::new(t0() + Duration::days(6)));
     let metrics = Arc::new(Metrics::default());
     let week = std::time::Duration::from_secs(7 * 24 * 3600);
-    let rescuer = Rescuer::new(
-        store.clone(),
-        clock.clone(),
-        metrics.clone(),
-        std::time::Duration::from_secs(15),
-    );
-    assert_eq!(rescuer.purge_decisions().await.expect("no retention"), 0);
-    let rescuer = rescuer.with_decision_retention(Some(week));
-    assert_eq!(rescuer.purge_decisions().await.expect("within"), 0);
+    let keeping = Retention::new(store.clone(), clock.clone(), metrics.clone(), None);
+    assert_eq!(keeping.purge_decisions().await.expect("no retention"), 0);
+    let retention = Retention::new(store.clone(), clock.clone(), metrics.clone(), Some(week));
+    assert_eq!(retention.purge_decisions().await.expect("within"), 0);
     clock.advance(Duration::days(1) + Duration::seconds(1));
-    assert_eq!(rescuer.purge_decisions().await.expect("past"), 5);
+    assert_eq!(retention.purge_decisions().await.expect("past"), 5);
     assert!(metrics
         .render(&Default::default(), "r")
         .contains("nomos_continue_decisions_purged_total 5"));

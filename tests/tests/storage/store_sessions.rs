@@ -1,5 +1,5 @@
 //! The console's reads on both backends: sessions listed once each, newest
-//! first, a page at a time (kept by the triggers of migration 043, whoever
+//! first, a page at a time (kept by the triggers of migration 018, whoever
 //! inserts the link or the window), filtered, and found by an execution id;
 //! and the steps of one page of a session's links, long texts cut.
 
@@ -289,7 +289,7 @@ async fn the_open_filter_pages_like_the_others(store: Store) {
 /// lists the session all the same.
 async fn a_session_inserted_behind_the_store_is_listed(store: Store) {
     let session = Uuid::new_v4();
-    nomos_continue::store::bench::add_executions(
+    nomos_continue::store::testing::add_executions(
         &store,
         &[(session, Uuid::new_v4()), (session, Uuid::new_v4())],
         "running",

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use nomos_continue::deploy::PolicyDeployment;
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::{Store, StoredClass};
 use nomos_continue::worker::{PlanReport, Worker, WorkerConfig};
@@ -24,14 +23,10 @@ fn own_runtime() -> Arc<PolicyRuntime> {
 }
 
 fn worker_on(rig: &Rig, runtime: &Arc<PolicyRuntime>) -> Worker {
-    Worker::new(
-        rig.store.clone(),
-        runtime.clone(),
-        rig.agent.clone(),
-        rig.clock.clone(),
-        WorkerConfig::default(),
-        Arc::new(Metrics::default()),
-    )
+    Worker::builder(rig.store.clone(), runtime.clone(), rig.agent.clone())
+        .clock(rig.clock.clone())
+        .config(WorkerConfig::default())
+        .build()
 }
 
 fn statuses(words: &[&str]) -> Vec<String> {

@@ -8,7 +8,6 @@ use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::clock::{Clock, ManualClock};
-use nomos_continue::metrics::Metrics;
 use nomos_continue::store::{DeliveryKind, DeliveryState, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use uuid::Uuid;
@@ -75,18 +74,14 @@ async fn calls_that_end_together_share_one_record(store: Store) {
     let rig = Rig::new(store);
     let sessions = failed_sessions(&rig, N, 2).await;
     rig.worker.plan_once().await.expect("plan");
-    let worker = Worker::new(
-        rig.store.clone(),
-        policy(),
-        rig.agent.clone(),
-        Arc::new(Ticking(rig.clock.clone())),
-        WorkerConfig {
+    let worker = Worker::builder(rig.store.clone(), policy(), rig.agent.clone())
+        .clock(Arc::new(Ticking(rig.clock.clone())))
+        .config(WorkerConfig {
             worker_id: "grouping".into(),
             delivery_concurrency: N,
             ..WorkerConfig::default()
-        },
-        Arc::new(Metrics::default()),
-    );
+        })
+        .build();
     let gate = rig.agent.hold().await;
     let pass = tokio::spawn(async move { worker.deliver_once().await });
     eventually("every call made", async || {

@@ -26,17 +26,7 @@ nomos_continue_tests::on_both_stores!(
     an_operator_retry_sends_a_failed_delivery_again_with_its_key,
 );
 
-/// Polls `check` every 5 ms for up to 30 s: a deterministic signal with a
-/// generous bound, not a timing assumption.
-pub(super) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..6000 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(StdDuration::from_millis(5)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
+pub(super) use nomos_continue_tests::wait::until_true as eventually;
 
 /// A session per execution, each approved, linked and failed.
 async fn failed_sessions(rig: &Rig, n: usize, result: &str) -> Vec<Uuid> {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use nomos_continue::clock::{Clock, ManualClock, OffsetClock};
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::{Notice, Route, Settlement, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
@@ -45,14 +44,10 @@ async fn replicas_with_skewed_clocks_agree_on_the_window(store: Store) {
                 (a_local, b_local)
             };
             let agent = Arc::new(RecordingAgent::default());
-            let worker = Worker::new(
-                store.clone(),
-                policy(),
-                agent.clone(),
-                b.clone(),
-                WorkerConfig::default(),
-                Arc::new(Metrics::default()),
-            );
+            let worker = Worker::builder(store.clone(), policy(), agent.clone())
+                .clock(b.clone())
+                .config(WorkerConfig::default())
+                .build();
             let (session, id) = (Uuid::new_v4(), Uuid::new_v4());
             store
                 .approve(session, Route::Button, a.now(), Duration::seconds(1))
@@ -153,14 +148,10 @@ fn hostile_rig(store: Store) -> (Rig, Worker) {
     let rig = Rig::new(store);
     let bytes = std::fs::read(env!("HOSTILE_WASM")).expect("hostile policy built");
     let hostile = Arc::new(PolicyRuntime::with_policy(Limits::default(), &bytes).expect("loads"));
-    let worker = Worker::new(
-        rig.store.clone(),
-        hostile,
-        rig.agent.clone(),
-        rig.clock.clone(),
-        WorkerConfig::default(),
-        Arc::new(Metrics::default()),
-    );
+    let worker = Worker::builder(rig.store.clone(), hostile, rig.agent.clone())
+        .clock(rig.clock.clone())
+        .config(WorkerConfig::default())
+        .build();
     (rig, worker)
 }
 

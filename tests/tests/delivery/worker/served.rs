@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nomos_continue::server::{ServeConfig, Server};
-use nomos_continue::store::{Registration, Store};
+use nomos_continue::store::{Database, Registration, Store};
 use nomos_continue::worker::WorkerConfig;
 use nomos_continue_tests::agents::RecordingAgent;
+use nomos_continue_tests::wait::until_true;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -25,7 +26,7 @@ async fn loopback() -> TcpListener {
 
 /// The system over `store`, as configured, calling `agent`.
 fn server(store: &Store, config: &ServeConfig, agent: &Arc<RecordingAgent>) -> Server {
-    Server::new(config.clone(), store.clone())
+    Server::new(config.clone(), Database::over(store.clone()))
         .with_agent(agent.clone())
         .with_policy(super::policy())
 }
@@ -85,13 +86,10 @@ async fn the_served_system_continues_a_failure_and_frees_its_id(store: Store) {
         assert!(answer.status().is_success(), "{path}: {}", answer.status());
     }
 
-    // A guard against a hung test (30 s), not a timing.
-    for _ in 0..3000 {
-        if !agent.continuations().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_true("the continuation", async || {
+        !agent.continuations().is_empty()
+    })
+    .await;
     let calls = agent.continuations();
     assert_eq!(calls.len(), 1, "one continuation: {calls:?}");
     assert_eq!(calls[0].session_id, session);

@@ -11,7 +11,6 @@ use std::time::Duration as StdDuration;
 
 use nomos_continue::clock::Clock;
 use nomos_continue::deploy::PolicyDeployment;
-use nomos_continue::metrics::Metrics;
 use nomos_continue::policy::{Limits, PolicyRuntime, Revision, ShadowStats};
 use nomos_continue::store::Store;
 use nomos_continue::worker::{Worker, WorkerConfig, MAX_RECORDED_PER_BATCH};
@@ -44,14 +43,10 @@ fn shadow_rig(
     let mut runtime = PolicyRuntime::new(Limits::default()).expect("built-in policy loads");
     setup(&mut runtime);
     let runtime = Arc::new(runtime);
-    let worker = Worker::new(
-        rig.store.clone(),
-        runtime.clone(),
-        rig.agent.clone(),
-        rig.clock.clone(),
-        WorkerConfig::default(),
-        Arc::new(Metrics::default()),
-    );
+    let worker = Worker::builder(rig.store.clone(), runtime.clone(), rig.agent.clone())
+        .clock(rig.clock.clone())
+        .config(WorkerConfig::default())
+        .build();
     (rig, worker, runtime)
 }
 

@@ -12,26 +12,11 @@ use nomos_continue::store::{Backend, Route, Store};
 use nomos_continue::worker::{spawn_pg_listener, Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
 use nomos_continue_tests::api::ServedApi;
+use nomos_continue_tests::wait::until_true;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
-
-/// The interval between two looks at a condition, and how many looks.
-const LOOK: Duration = Duration::from_millis(10);
-const LOOKS: u32 = 3000; // 30 s: a guard against a hung test, not a timing
-
-/// Polls `ready` every [`LOOK`] until it holds; panics naming `what` after
-/// [`LOOKS`] looks.
-async fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
-    for _ in 0..LOOKS {
-        if ready() {
-            return;
-        }
-        tokio::time::sleep(LOOK).await;
-    }
-    panic!("gave up waiting for {what}");
-}
 
 nomos_continue_tests::on_both_stores!(a_link_after_its_status_wakes_an_idle_worker);
 
@@ -46,14 +31,11 @@ async fn a_link_after_its_status_wakes_an_idle_worker(store: Store) {
         poll_interval: Duration::from_secs(3600),
         ..WorkerConfig::default()
     };
-    let worker = Worker::new(
-        store.clone(),
-        super::policy(),
-        agent.clone(),
-        clock.clone(),
-        config,
-        metrics.clone(),
-    );
+    let worker = Worker::builder(store.clone(), super::policy(), agent.clone())
+        .clock(clock.clone())
+        .config(config)
+        .metrics(metrics.clone())
+        .build();
 
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
     store
@@ -108,7 +90,7 @@ async fn a_link_after_its_status_wakes_an_idle_worker(store: Store) {
     let api = ServedApi::start_with_wake(store.clone(), None, api_wake).await;
     let running = tokio::spawn(worker.clone().run(shutdown.clone()));
 
-    wait_until("the worker's first pass", || {
+    until_true("the worker's first pass", async || {
         metrics.decisions_with("wait") >= 1
     })
     .await;
@@ -128,7 +110,7 @@ async fn a_link_after_its_status_wakes_an_idle_worker(store: Store) {
     assert_eq!(answer.status, 200, "{}", answer.text);
     assert_eq!(answer.json()["linked"], json!([execution]));
 
-    wait_until("the continuation the link should wake", || {
+    until_true("the continuation the link should wake", async || {
         !agent.continuations().is_empty()
     })
     .await;

@@ -13,7 +13,9 @@ use nomos_continue::store::DeliveryState;
 use nomos_continue_tests::http::{RecordingServer, Reply, Script};
 use nomos_continue_tests::replica::{Replica, ReplicaOptions};
 
-use super::{database, wait_for, Work, SERIAL};
+use nomos_continue_tests::wait::until;
+
+use super::{database, Work, SERIAL};
 
 /// Executions per run, one session each.
 const EXECUTIONS: usize = 200;
@@ -40,7 +42,7 @@ async fn failover_after_kill_9() {
     let work = Work::create(&apis, EXECUTIONS, 1).await;
     Work::finish(&apis, &work.executions()).await;
     let store = &db.store;
-    wait_for("w1 holding claims", || async {
+    until("w1 holding claims", || async {
         let mut held = 0;
         for (session, _) in &work.sessions {
             let ledger = store.deliveries_for_session(*session).await.ok()?;

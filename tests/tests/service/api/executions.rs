@@ -66,3 +66,32 @@ async fn read_execution(store: &Store, id: Uuid) -> Execution {
     let found = store.executions(&[id]).await.expect("read");
     found.into_iter().next().expect("row")
 }
+
+/// The API classifies through the one in-process copy of the status
+/// classes the assembly shares: once a status is classified, a report of
+/// it reads no table. (Checked by taking the table away: a fresh copy per
+/// request would read it, and fail.)
+#[tokio::test]
+async fn a_report_of_a_classified_status_reads_no_table() {
+    let (api, _dir) = sqlite_api(None).await;
+    let report = |id: Uuid| {
+        let api = &api;
+        async move {
+            api.json(
+                "PUT",
+                &format!("/v1/executions/{id}"),
+                &json!({"status": "failed", "result": "exit 1"}),
+            )
+            .await
+        }
+    };
+    let first = report(Uuid::new_v4()).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    api.store
+        .execute_raw("ALTER TABLE nomos_status_classes RENAME TO nomos_status_classes_away")
+        .await
+        .expect("rename the table");
+    let second = report(Uuid::new_v4()).await;
+    assert_eq!(second.status, 200, "read the table again: {}", second.text);
+    assert_eq!(second.json()["terminal"], true, "{}", second.text);
+}

@@ -1,4 +1,4 @@
-//! The classes each policy revision gave each status (migration 029).
+//! The classes each policy revision gave each status (migration 018).
 
 use nomos_continue::store::{Store, StoredClass};
 use uuid::Uuid;

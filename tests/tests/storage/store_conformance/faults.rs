@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::clock::ManualClock;
-use nomos_continue::metrics::Metrics;
 use nomos_continue::store::{Backend, PendingCursor, Route, Store};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
@@ -75,14 +74,14 @@ fn worker(store: &Store, batch: i64) -> (Worker, Arc<RecordingAgent>) {
         batch,
         ..WorkerConfig::default()
     };
-    let worker = Worker::new(
+    let worker = Worker::builder(
         store.clone(),
         nomos_continue_tests::api::policy(),
         agent.clone(),
-        Arc::new(ManualClock::new(at(60))),
-        config,
-        Arc::new(Metrics::default()),
-    );
+    )
+    .clock(Arc::new(ManualClock::new(at(60))))
+    .config(config)
+    .build();
     (worker, agent)
 }
 

@@ -1,0 +1,159 @@
+//! Recording what a call did: accepted (delivered, the links continued)
+//! or failed (a retry later, or the end with one notice).
+//!
+//! Every change is a compare-and-set on the claim's token, as for the
+//! claim itself (see `claim`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::claim::{claim_set, settled_notice_key, split};
+use crate::store::decode::{self, RowExt};
+use crate::store::deliveries::delivery_cols;
+use crate::store::deliveries::notice::{insert_notice, settle_links};
+use crate::store::dialect::{query, trunc};
+use crate::store::types::{AttemptOutcome, Claim, Delivery, DeliveryKind, DeliveryState};
+use crate::store::{Result, Store};
+
+/// What a failed call leaves behind, for [`Store::fail_delivery_attempt`].
+#[derive(Clone, Copy, Debug)]
+pub struct FailedCall<'a> {
+    /// The error, kept as the row's `last_error`.
+    pub error: &'a str,
+    /// When the row may be claimed again (ignored when giving up).
+    pub next_attempt_at: DateTime<Utc>,
+    /// The agent was short (down, timed out, throttling): counted in
+    /// `shortages` as well as in `attempts`.
+    pub shortage: bool,
+    /// End the delivery as `failed` (a permanent error, or the retry budget
+    /// is spent).
+    pub give_up: bool,
+    /// For a continuation that gives up: the one notice that says so,
+    /// written in the same transaction. Its idempotency key is derived from
+    /// the delivery, so it is written once however often this is called.
+    pub notice: Option<&'a str>,
+}
+
+impl Store {
+    /// Records calls the agent accepted: each delivery becomes `delivered`
+    /// and a continuation's links are settled `continued`, in one
+    /// transaction. Only rows still held under the given claim change; the
+    /// answer lists those. An expired but not taken-over lease still counts
+    /// as held: the call did succeed.
+    pub async fn complete_deliveries(
+        &self,
+        claims: &[Claim],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Uuid>> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = trunc(now);
+        let (ids, tokens) = split(claims);
+        let mut tx = self.begin().await?;
+        let backend = tx.backend();
+        let sql = format!(
+            "UPDATE nomos_deliveries AS d \
+             SET state = 'delivered', delivered_at = $3, updated_at = $3, \
+                 lease_owner = NULL, lease_expires_at = NULL \
+             FROM {} \
+             WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
+             RETURNING id, kind",
+            claim_set(backend),
+        );
+        let done = query(sql)
+            .bind(&ids)
+            .bind(&tokens)
+            .bind(now)
+            .fetch_all(&mut tx)
+            .await?;
+        let mut delivered = Vec::with_capacity(done.len());
+        let mut continued = Vec::new();
+        for row in &done {
+            let id = row.uuid("id")?;
+            if row.parsed::<DeliveryKind>("kind")? == DeliveryKind::Continuation {
+                continued.push(id);
+            }
+            delivered.push(id);
+        }
+        if !continued.is_empty() {
+            let sql = format!(
+                "UPDATE nomos_plan_executions SET continued_at = $2, outcome = 'continued' \
+                 WHERE delivery_id {} AND continued_at IS NULL",
+                backend.in_ids("$1"),
+            );
+            query(sql)
+                .bind(&continued)
+                .bind(now)
+                .execute(&mut tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(delivered)
+    }
+
+    /// Records a failed call (an error, a 5xx, a time-out, a 4xx).
+    ///
+    /// Compare-and-set on the claim. `attempts` goes up by one (and
+    /// `shortages` for a shortage), `first_failed_at` is set on the first
+    /// failure, the lease is released, and the row becomes claimable again at
+    /// `next_attempt_at`, unless `give_up`: then the row ends `failed`, a
+    /// continuation's links are settled `failed` with the error as reason,
+    /// and the notice (if given) is written, all in one transaction.
+    pub async fn fail_delivery_attempt(
+        &self,
+        claim: Claim,
+        call: &FailedCall<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<AttemptOutcome> {
+        let now = trunc(now);
+        let state = if call.give_up {
+            DeliveryState::Failed
+        } else {
+            DeliveryState::Pending
+        };
+        let mut tx = self.begin().await?;
+        let row = query(concat!(
+            "UPDATE nomos_deliveries \
+             SET attempts = attempts + 1, shortages = shortages + $7, last_error = $3, \
+                 lease_owner = NULL, lease_expires_at = NULL, \
+                 next_attempt_at = $5, updated_at = $4, state = $6, \
+                 first_failed_at = COALESCE(first_failed_at, $4) \
+             WHERE id = $1 AND claim_token = $2 AND state = 'pending' \
+             RETURNING ",
+            delivery_cols!()
+        ))
+        .bind(claim.id)
+        .bind(claim.token)
+        .bind(call.error)
+        .bind(now)
+        .bind(trunc(call.next_attempt_at))
+        .bind(state.as_str())
+        .bind(i32::from(call.shortage))
+        .fetch_optional(&mut tx)
+        .await?;
+        let row = row.as_ref().map(decode::delivery).transpose()?;
+        if let Some(d) = row.as_ref().filter(|d| gave_up_continuation(d)) {
+            settle_links(&mut tx, d.id, "failed", call.error, now).await?;
+            if let Some(message) = call.notice {
+                let key = settled_notice_key("f", d.id);
+                insert_notice(&mut tx, d.into(), &key, message, now).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(match row {
+            None => AttemptOutcome::LeaseLost,
+            Some(d) if d.state == DeliveryState::Failed => AttemptOutcome::GaveUp {
+                attempts: d.attempts,
+            },
+            Some(d) => AttemptOutcome::Retry {
+                attempts: d.attempts,
+                next_attempt_at: d.next_attempt_at,
+            },
+        })
+    }
+}
+
+fn gave_up_continuation(d: &Delivery) -> bool {
+    d.kind == DeliveryKind::Continuation && d.state == DeliveryState::Failed
+}

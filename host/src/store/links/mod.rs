@@ -1,0 +1,415 @@
+//! Links between executions and sessions: create, list, drop.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::store::decode::{self, uuids, RowExt, WINDOW_COLS};
+use crate::store::deliveries::notice::{insert_notice, NoticeAbout};
+use crate::store::dialect::{query, trunc};
+use crate::store::types::{
+    DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot, Window,
+};
+use crate::store::{dedup, Result, Store, StoreError};
+
+/// How a link (alias `l`) was settled, NULL while it is not. Rows settled
+/// before migration 018 (by the original worker) have `continued_at` set and
+/// no `outcome`: they were continued. They are not backfilled (an UPDATE of
+/// the whole history would block the runtime's inserts), so every query that
+/// reads `outcome` reads it through this rule.
+macro_rules! link_outcome {
+    () => {
+        "CASE WHEN l.continued_at IS NOT NULL THEN COALESCE(l.outcome, 'continued') END"
+    };
+}
+pub(crate) use link_outcome;
+
+/// Link columns joined with the execution's status (alias `l` / `e`).
+pub(crate) const LINK_COLS: &str = concat!(
+    "l.execution_id, l.session_id, l.created_at, l.continued_at, l.delivery_id, ",
+    link_outcome!(),
+    " AS outcome, l.reason, e.status AS execution_status"
+);
+
+/// Pending-links query columns (alias `l` / `e`), with the fallbacks for a
+/// runtime's own `executions` relation (see [`Store::pending_links_ready`]).
+macro_rules! ready_cols {
+    () => {
+        "l.execution_id, l.session_id, l.created_at, \
+         e.status, CAST(COALESCE(octet_length(e.result), 0) AS BIGINT) AS result_bytes, \
+         COALESCE(e.updated_at, e.finished_at, l.created_at) AS updated_at, e.finished_at"
+    };
+}
+
+/// The worker's poll, `$1` being the limit, `$2` the active policy
+/// revision and `$after` the condition that starts a later page after a
+/// cursor. A link whose status that revision has classified as running (a
+/// row of `nomos_status_classes`) is not read: running executions never
+/// fill a page, so a finished one behind any number of them is read in the
+/// next pass. A status not classified yet is read, classified in the pass,
+/// and left out from then on.
+macro_rules! pending_links {
+    ($parked:expr, $after:expr) => {
+        concat!(
+            "SELECT ",
+            ready_cols!(),
+            " FROM nomos_plan_executions l \
+             JOIN executions e ON e.id = l.execution_id \
+             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL ",
+            $parked,
+            " AND e.status IS NOT NULL \
+               AND NOT EXISTS (SELECT 1 FROM nomos_status_classes c \
+                   WHERE c.revision = $2 AND c.status = e.status AND NOT c.terminal) ",
+            $after,
+            " ORDER BY l.created_at, l.execution_id LIMIT $1"
+        )
+    };
+}
+
+/// The condition that starts a later page after the cursor `($3, $4)` =
+/// (link time, execution id).
+macro_rules! after_cursor {
+    () => {
+        "AND l.created_at >= $3 AND (l.created_at, l.execution_id) > ($3, $4)"
+    };
+}
+
+/// The first page of the worker's sweep, shared with the benchmark's
+/// `EXPLAIN` so that what is measured is what runs.
+pub(crate) const PENDING_LINKS: &str = pending_links!("", "");
+
+/// Which links a poll reads: its first page and its later pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Every unsettled, unplanned link that has reported, parked or not:
+    /// the worker's periodic sweep.
+    Sweep,
+    /// Only links not parked as running (migration 036), by the index on
+    /// exactly that predicate: the worker's frequent pass, whose cost does
+    /// not grow with the executions that stay running.
+    Unparked,
+}
+
+impl Poll {
+    fn sql(self, after: bool) -> &'static str {
+        match (self, after) {
+            (Self::Sweep, false) => PENDING_LINKS,
+            (Self::Sweep, true) => pending_links!("", after_cursor!()),
+            (Self::Unparked, false) => pending_links!("AND l.parked IS NULL", ""),
+            (Self::Unparked, true) => pending_links!("AND l.parked IS NULL", after_cursor!()),
+        }
+    }
+}
+
+impl Store {
+    /// Links executions to the session whose tool result mentioned them.
+    ///
+    /// Idempotent and first-link-wins: an id already linked to this session
+    /// is reported in `already_linked`; one linked to another session is
+    /// left there and reported in `already_linked_elsewhere` (a link never
+    /// moves). Duplicate ids in the input count once. One transaction, so a
+    /// failure links none of them. `now` becomes the link's `created_at`,
+    /// the order in which the worker looks at links.
+    ///
+    /// A new link can make work ready at once (the runtime may report an
+    /// execution's status before its tool result is linked), so on
+    /// PostgreSQL a `pg_notify` on [`WAKE_CHANNEL`](crate::store::WAKE_CHANNEL) is
+    /// sent in the same transaction when anything was newly linked. On
+    /// SQLite the caller signals its in-process worker itself.
+    pub async fn link(
+        &self,
+        session_id: Uuid,
+        execution_ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<LinkOutcome> {
+        let now = trunc(now);
+        let mut out = LinkOutcome::default();
+        let mut tx = self.begin().await?;
+        for id in dedup(execution_ids) {
+            let inserted = query(
+                "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
+                 VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO NOTHING",
+            )
+            .bind(id)
+            .bind(session_id)
+            .bind(now)
+            .execute(&mut tx)
+            .await?;
+            if inserted == 1 {
+                out.linked.push(id);
+                continue;
+            }
+            let owner =
+                query("SELECT session_id FROM nomos_plan_executions WHERE execution_id = $1")
+                    .bind(id)
+                    .fetch_one(&mut tx)
+                    .await?
+                    .uuid("session_id")?;
+            classify(&mut out, id, session_id, owner);
+        }
+        if !out.linked.is_empty() {
+            tx.notify_wake().await?;
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    #[cfg(feature = "test-support")]
+    /// The worker's poll: links neither settled nor planned whose execution
+    /// has reported (a row in `executions` with a status), joined with that
+    /// row, in link order `(created_at, execution_id)`, at most `limit`.
+    ///
+    /// Served by the partial index `idx_nomos_plan_exec_ready` (migration
+    /// 030: same predicate, read in order), so its cost depends on `limit`
+    /// and on the links still running, not on history (see BENCHMARKS.md).
+    /// Links whose status `revision` (the active policy revision) has
+    /// classified as running are left out, so they can never starve a
+    /// finished link behind them; other statuses are returned raw, and the
+    /// policy decides what is terminal. Pass the [`ReadyLink::cursor`] of
+    /// the last row as `after` to read the next page. Links whose execution
+    /// has not reported yet are not returned (there is nothing to decide).
+    ///
+    /// The `executions` row may come from a runtime's own relation (see
+    /// `executions.rs`): a NULL result reads as `""`, a NULL `updated_at` as
+    /// `finished_at` or else the link's time, and a row that still does not
+    /// decode is skipped with a warning. Skipping never shortens a page:
+    /// the read goes on after the skipped rows until `limit` rows decoded or
+    /// the links ran out, so a short page still means "no more" and the
+    /// worker neither stops paging early nor reads the same rows again.
+    pub async fn pending_links_ready(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+        revision: &str,
+    ) -> Result<Vec<ReadyLink>> {
+        self.poll_links(Poll::Sweep, after, limit, revision).await
+    }
+
+    /// [`Store::pending_links_ready`], reading the links `poll` names.
+    pub async fn poll_links(
+        &self,
+        poll: Poll,
+        after: Option<PendingCursor>,
+        limit: i64,
+        revision: &str,
+    ) -> Result<Vec<ReadyLink>> {
+        let mut out = Vec::new();
+        let mut cursor = after;
+        loop {
+            let want = limit - out.len() as i64;
+            let rows = match cursor {
+                None => query(poll.sql(false)).bind(want).bind(revision),
+                Some(c) => query(poll.sql(true))
+                    .bind(want)
+                    .bind(revision)
+                    .bind(c.linked_at)
+                    .bind(c.execution_id),
+            }
+            .fetch_all(self)
+            .await?;
+            let fetched = rows.len();
+            let last = decode::ready_page(&rows, &mut out)?;
+            // A short read is the end; otherwise read on only if rows were
+            // skipped. Each round starts after the last row fetched, so the
+            // loop ends.
+            let short = (fetched as i64) < want;
+            match last {
+                Some(c) if !short && (out.len() as i64) < limit => cursor = Some(c),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Parks links whose execution the worker found running (or could not
+    /// classify): `statuses[i]` is the status `execution_ids[i]` had. The
+    /// frequent poll ([`Poll::Unparked`]) skips them from then on, until a
+    /// new status is recorded for them or a sweep reads them. A link is
+    /// parked only while its execution still has that status and the link
+    /// is unsettled and unplanned, in one statement for the whole pass;
+    /// returns how many were parked.
+    ///
+    /// A report that commits while this runs may still see the link
+    /// unparked and leave it parked on its old status; the sweep reads it
+    /// within one poll interval, so that race delays, never loses.
+    pub async fn park_links(&self, execution_ids: &[Uuid], statuses: &[String]) -> Result<u64> {
+        if execution_ids.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "UPDATE nomos_plan_executions AS l SET parked = z.status FROM {} \
+             WHERE l.execution_id = z.eid AND l.parked IS NULL \
+               AND l.continued_at IS NULL AND l.delivery_id IS NULL \
+               AND EXISTS (SELECT 1 FROM executions e \
+                   WHERE e.id = z.eid AND e.status = z.status)",
+            self.backend()
+                .zip("z", &[("$1", "eid", "uuid"), ("$2", "status", "text")])
+        );
+        query(sql)
+            .bind(execution_ids)
+            .bind(statuses)
+            .execute(self)
+            .await
+    }
+
+    #[cfg(feature = "test-support")]
+    /// The session's unsettled links (pending or planned), oldest first, with
+    /// their execution's status if it has reported. For the decision input
+    /// ("still running") and for the API.
+    pub async fn pending_links_for_session(&self, session_id: Uuid) -> Result<Vec<Link>> {
+        let sql = format!(
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+             LEFT JOIN executions e ON e.id = l.execution_id \
+             WHERE l.session_id = $1 AND l.continued_at IS NULL \
+             ORDER BY l.created_at, l.execution_id"
+        );
+        let rows = query(sql).bind(session_id).fetch_all(self).await?;
+        rows.iter().map(decode::link).collect()
+    }
+
+    /// What the policy's decision input needs about a session at `now`: its
+    /// window, whether it is open, the loop-guard count, and its unsettled
+    /// links with their statuses.
+    ///
+    /// Which of those links are still running is left to the caller: the
+    /// store does not know which status strings are terminal (the worker
+    /// reads them from the stored classes). Two reads, not one snapshot: the
+    /// result is advisory input for the policy; the hard checks happen again
+    /// in [`Store::plan_continuations`].
+    pub async fn session_snapshot(
+        &self,
+        session_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<SessionSnapshot> {
+        let mut all = self.session_snapshots(&[session_id], now).await?;
+        all.pop()
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
+    }
+
+    /// [`Store::session_snapshot`] of many sessions in two queries (their
+    /// windows, their unsettled links), whatever their number: a pass
+    /// decides for thousands of sessions, and one round trip each would be
+    /// most of its cost. One snapshot per distinct session, in the order
+    /// of `session_ids`.
+    pub async fn session_snapshots(
+        &self,
+        session_ids: &[Uuid],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<SessionSnapshot>> {
+        let ids = dedup(session_ids);
+        let backend = self.backend();
+        let sql = format!(
+            "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {}",
+            backend.in_ids("$1")
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        let mut windows: HashMap<Uuid, Window> = rows
+            .iter()
+            .map(|r| decode::window(r).map(|w| (w.session_id, w)))
+            .collect::<Result<_>>()?;
+        let sql = format!(
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
+             LEFT JOIN executions e ON e.id = l.execution_id \
+             WHERE l.session_id {} AND l.continued_at IS NULL \
+             ORDER BY l.session_id, l.created_at, l.execution_id",
+            backend.in_ids("$1")
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        let mut links: HashMap<Uuid, Vec<Link>> = HashMap::new();
+        for row in &rows {
+            let link = decode::link(row)?;
+            links.entry(link.session_id).or_default().push(link);
+        }
+        Ok(ids
+            .into_iter()
+            .map(|session_id| {
+                let window = windows.remove(&session_id);
+                SessionSnapshot {
+                    session_id,
+                    window_open: window.as_ref().is_some_and(|w| w.is_open_at(now)),
+                    continuations_in_window: window.as_ref().map_or(0, |w| w.continuations),
+                    window,
+                    unsettled: links.remove(&session_id).unwrap_or_default(),
+                }
+            })
+            .collect())
+    }
+
+    /// Settles links as dropped (the policy or a host guard decided not to
+    /// continue them) and records at most one notice about it, but only while
+    /// the session's window row is as the caller saw it when deciding
+    /// (`guard: Some(window_seen)`: its `updated_at`, or `None` for no row):
+    /// an approval that lands after the decision changes the row, and the
+    /// links are left for the next decision rather than dropped on a stale
+    /// "window closed". Nothing is written when the window changed; `guard:
+    /// None` drops unconditionally.
+    ///
+    /// Only links of `session_id` that are still pending (not settled, not
+    /// planned) are dropped; the others are left alone and not reported.
+    /// The notice (kind `notice`, `execution_ids` = the links dropped by this
+    /// call) is written only if this call dropped something, and at most once
+    /// per idempotency key: a repeat with the same key writes nothing. One
+    /// transaction: the links and the notice change together or not at all.
+    pub async fn drop_links_seen(
+        &self,
+        session_id: Uuid,
+        execution_ids: &[Uuid],
+        reason: &str,
+        notice: Option<Notice<'_>>,
+        now: DateTime<Utc>,
+        guard: Option<Option<DateTime<Utc>>>,
+    ) -> Result<DropOutcome> {
+        let now = trunc(now);
+        let ids = dedup(execution_ids);
+        let mut out = DropOutcome::default();
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE nomos_plan_executions \
+             SET continued_at = $1, outcome = 'dropped', reason = $2 \
+             WHERE session_id = $3 AND execution_id {} \
+               AND continued_at IS NULL AND delivery_id IS NULL {} \
+             RETURNING execution_id",
+            tx.backend().in_ids("$4"),
+            if guard.is_some() {
+                "AND (SELECT updated_at FROM nomos_assent_windows WHERE session_id = $3) \
+                 IS NOT DISTINCT FROM $5"
+            } else {
+                ""
+            }
+        );
+        let mut update = query(sql)
+            .bind(now)
+            .bind(reason)
+            .bind(session_id)
+            .bind(&ids);
+        if let Some(seen) = guard {
+            update = update.bind(seen.map(trunc));
+        }
+        out.dropped = uuids(&update.fetch_all(&mut tx).await?, "execution_id")?;
+        order_like(&mut out.dropped, &ids);
+        if let (Some(n), false) = (notice, out.dropped.is_empty()) {
+            let about = NoticeAbout {
+                session_id,
+                execution_ids: &out.dropped,
+                policy_revision: n.policy_revision,
+            };
+            out.notice = insert_notice(&mut tx, about, n.idempotency_key, n.message, now).await?;
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+}
+
+/// Sorts `which` into the order the ids appear in `order` (the caller's).
+fn order_like(which: &mut [Uuid], order: &[Uuid]) {
+    which.sort_by_key(|id| order.iter().position(|o| o == id).unwrap_or(usize::MAX));
+}
+
+/// Files an id that was already linked under the right heading.
+fn classify(out: &mut LinkOutcome, id: Uuid, session_id: Uuid, owner: Uuid) {
+    if owner == session_id {
+        out.already_linked.push(id);
+    } else {
+        out.already_linked_elsewhere.push((id, owner));
+    }
+}

@@ -1,0 +1,257 @@
+//! Sessions a page at a time, newest first, for the console: each with its
+//! window and what is still open in it (executions in flight, deliveries
+//! pending or failed, notices), optionally filtered; and the reads one page
+//! of a session's timeline needs beside `summary`'s lists.
+//!
+//! # Why a table of sessions
+//!
+//! A session is only an id on other rows. `nomos_sessions` (migrations 043
+//! and 044, kept by triggers) lists each once with the time it was first
+//! seen, so a page is a keyset scan of that table's index, and each row's
+//! counts are index probes bounded by the page size. A filter is an
+//! `EXISTS` per row scanned: a page of a rare filter reads further back.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::store::decode::{self, RowExt, WINDOW_COLS};
+use crate::store::dialect::query;
+use crate::store::read::session::{into_page, time_and_id};
+use crate::store::types::Window;
+use crate::store::{check_limit, Page, Result, Store, StoreError};
+
+/// Which sessions a page lists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SessionFilter {
+    /// Every session.
+    #[default]
+    All,
+    /// With a window open now.
+    Open,
+    /// With a linked execution not settled yet.
+    InFlight,
+    /// With a delivery that gave up.
+    Failed,
+    /// With a notice for the operator.
+    Noticed,
+}
+
+impl SessionFilter {
+    /// Every filter, in the order the console offers them.
+    pub const ALL: [SessionFilter; 5] = [
+        Self::All,
+        Self::Open,
+        Self::InFlight,
+        Self::Failed,
+        Self::Noticed,
+    ];
+
+    /// The name in a query string.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Open => "open",
+            Self::InFlight => "in-flight",
+            Self::Failed => "failed",
+            Self::Noticed => "notices",
+        }
+    }
+
+    /// The condition on `s` (a `nomos_sessions` row); only [`Self::Open`]
+    /// reads the time, bound as `now`.
+    fn condition(self, now: &str) -> String {
+        let text = match self {
+            Self::All => "TRUE",
+            Self::Open => {
+                return format!(
+                    "EXISTS (SELECT 1 FROM nomos_assent_windows w \
+                     WHERE w.session_id = s.session_id AND w.closed_at IS NULL \
+                     AND w.expires_at > {now})"
+                )
+            }
+            Self::InFlight => {
+                "EXISTS (SELECT 1 FROM nomos_plan_executions l WHERE l.session_id = s.session_id \
+                 AND l.continued_at IS NULL)"
+            }
+            Self::Failed => {
+                "EXISTS (SELECT 1 FROM nomos_deliveries d WHERE d.session_id = s.session_id \
+                 AND d.state = 'failed')"
+            }
+            Self::Noticed => {
+                "EXISTS (SELECT 1 FROM nomos_notices n WHERE n.session_id = s.session_id)"
+            }
+        };
+        text.to_owned()
+    }
+}
+
+impl FromStr for SessionFilter {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| StoreError::InvalidValue {
+                field: "filter",
+                reason: format!("{s:?} is not one of all, open, in-flight, failed, notices"),
+            })
+    }
+}
+
+/// Keyset position in the list of sessions, newest first
+/// (`(first_seen_at, session_id)` descending).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionCursor {
+    /// `first_seen_at` of the last session returned.
+    pub first_seen_at: DateTime<Utc>,
+    /// Its id.
+    pub session_id: Uuid,
+}
+
+const SESSION_TAG: &str = "s1";
+
+impl fmt::Display for SessionCursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let micros = self.first_seen_at.timestamp_micros();
+        write!(f, "{SESSION_TAG}.{micros}.{}", self.session_id)
+    }
+}
+
+impl FromStr for SessionCursor {
+    type Err = StoreError;
+
+    fn from_str(text: &str) -> Result<Self> {
+        let (first_seen_at, session_id) = time_and_id(SESSION_TAG, text)?;
+        Ok(Self {
+            first_seen_at,
+            session_id,
+        })
+    }
+}
+
+/// One session as the list shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRow {
+    /// The session.
+    pub session_id: Uuid,
+    /// Its first link or approval.
+    pub first_seen_at: DateTime<Utc>,
+    /// Its window, if it was ever approved.
+    pub window: Option<Window>,
+    /// Linked executions not settled yet.
+    pub in_flight: i64,
+    /// Deliveries not completed yet.
+    pub pending: i64,
+    /// Deliveries that gave up.
+    pub failed: i64,
+    /// Notices recorded for the operator.
+    pub notices: i64,
+}
+
+/// The columns of a [`SessionRow`] but its window, on `s`.
+const ROW_COLS: &str = "s.session_id, s.first_seen_at, \
+     (SELECT COUNT(*) FROM nomos_plan_executions l \
+       WHERE l.session_id = s.session_id AND l.continued_at IS NULL) AS in_flight, \
+     (SELECT COUNT(*) FROM nomos_deliveries d \
+       WHERE d.session_id = s.session_id AND d.state = 'pending') AS pending, \
+     (SELECT COUNT(*) FROM nomos_deliveries d \
+       WHERE d.session_id = s.session_id AND d.state = 'failed') AS failed, \
+     (SELECT COUNT(*) FROM nomos_notices n WHERE n.session_id = s.session_id) AS notices";
+
+fn row<R: RowExt>(r: &R) -> Result<SessionRow> {
+    Ok(SessionRow {
+        session_id: r.uuid("session_id")?,
+        first_seen_at: r.time("first_seen_at")?,
+        window: None,
+        in_flight: r.bigint("in_flight")?,
+        pending: r.bigint("pending")?,
+        failed: r.bigint("failed")?,
+        notices: r.bigint("notices")?,
+    })
+}
+
+impl Store {
+    /// One page of sessions passing `filter`, newest first, after `after`;
+    /// `now` decides which windows are open.
+    pub async fn sessions_page(
+        &self,
+        filter: SessionFilter,
+        after: Option<SessionCursor>,
+        limit: u32,
+        now: DateTime<Utc>,
+    ) -> Result<Page<SessionRow, SessionCursor>> {
+        let limit = check_limit(limit)?;
+        // Placeholders are numbered as they are bound: `$1` the limit, then
+        // the time if the filter reads it, then the cursor.
+        let uses_now = filter == SessionFilter::Open;
+        let at = if uses_now { 3 } else { 2 };
+        let keyset = match after {
+            Some(_) => format!(
+                "AND s.first_seen_at <= ${at} AND (s.first_seen_at, s.session_id) < (${at}, ${})",
+                at + 1
+            ),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT {ROW_COLS} FROM nomos_sessions s WHERE {} {keyset} \
+             ORDER BY s.first_seen_at DESC, s.session_id DESC LIMIT $1",
+            filter.condition("$2")
+        );
+        let mut q = query(sql).bind(i64::from(limit) + 1);
+        if uses_now {
+            q = q.bind(now);
+        }
+        if let Some(c) = after {
+            q = q.bind(c.first_seen_at).bind(c.session_id);
+        }
+        let rows = q.fetch_all(self).await?;
+        let mut rows = rows.iter().map(row).collect::<Result<Vec<_>>>()?;
+        self.with_windows(&mut rows).await?;
+        Ok(into_page(rows, limit, |r| SessionCursor {
+            first_seen_at: r.first_seen_at,
+            session_id: r.session_id,
+        }))
+    }
+
+    /// The session as the list shows it, `None` if it was never seen.
+    pub async fn session_row(&self, session_id: Uuid) -> Result<Option<SessionRow>> {
+        let sql = format!("SELECT {ROW_COLS} FROM nomos_sessions s WHERE s.session_id = $1");
+        let found = query(sql).bind(session_id).fetch_optional(self).await?;
+        let mut rows: Vec<SessionRow> = found.as_ref().map(row).transpose()?.into_iter().collect();
+        self.with_windows(&mut rows).await?;
+        Ok(rows.pop())
+    }
+
+    /// Fills each row's window, in one query for the page.
+    async fn with_windows(&self, rows: &mut [SessionRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.session_id).collect();
+        let sql = format!(
+            "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {}",
+            self.backend().in_ids("$1")
+        );
+        let found = query(sql).bind(&ids).fetch_all(self).await?;
+        for window in found.iter().map(decode::window) {
+            let window = window?;
+            if let Some(r) = rows.iter_mut().find(|r| r.session_id == window.session_id) {
+                r.window = Some(window);
+            }
+        }
+        Ok(())
+    }
+
+    /// The session an execution is linked to, if it is linked.
+    pub async fn session_of_execution(&self, execution_id: Uuid) -> Result<Option<Uuid>> {
+        let found = query("SELECT session_id FROM nomos_plan_executions WHERE execution_id = $1")
+            .bind(execution_id)
+            .fetch_optional(self)
+            .await?;
+        found.map(|r| r.uuid("session_id")).transpose()
+    }
+}

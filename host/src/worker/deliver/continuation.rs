@@ -1,0 +1,176 @@
+//! The agent's view of a continuation, built when it is sent: each
+//! execution's status and result, and how the policy classifies it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::Deliverer;
+use crate::agent::{Continuation, ExecutionReport};
+use crate::classes::{still_running, Class};
+use crate::policy::types as t;
+use crate::store::{dedup, Delivery, Execution, ReadyLink};
+use crate::worker::WorkerError;
+use uuid::Uuid;
+
+impl Deliverer {
+    /// The agent's view of each of `deliveries` (continuations), in order:
+    /// each execution's latest status and result, and how the policy
+    /// classifies it. The executions of all of them are loaded in one query
+    /// and each distinct status's class is read from those kept for the
+    /// active revision (the policy is asked only about a status it has not
+    /// classified): a claimed batch costs two round trips, not two per
+    /// continuation, nor one per execution.
+    pub(super) async fn continuations(
+        &self,
+        deliveries: &[&Delivery],
+        soul: &str,
+    ) -> Result<Vec<Continuation>, WorkerError> {
+        let ids: Vec<Uuid> = deliveries
+            .iter()
+            .flat_map(|d| dedup(&d.execution_ids))
+            .collect();
+        if ids.is_empty() {
+            return Ok(deliveries
+                .iter()
+                .map(|d| continuation(d, Vec::new(), soul))
+                .collect());
+        }
+        let loaded = self.store.executions(&ids).await?;
+        let statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
+        let outcomes: HashMap<String, String> = self
+            .classes
+            .classes(statuses)
+            .await?
+            .into_iter()
+            .map(|(status, class)| {
+                let outcome = match class {
+                    Class::Terminal(o) => o.as_str(),
+                    _ => "unknown",
+                };
+                (status, outcome.to_string())
+            })
+            .collect();
+        // An execution is moved into the last continuation that names it
+        // and cloned only for the others (results can be large).
+        let mut uses: HashMap<Uuid, usize> = HashMap::new();
+        for id in &ids {
+            *uses.entry(*id).or_default() += 1;
+        }
+        let mut by_id: HashMap<Uuid, Execution> = loaded.into_iter().map(|e| (e.id, e)).collect();
+        let now = self.clock.now();
+        let mut out = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            let mut executions = Vec::with_capacity(delivery.execution_ids.len());
+            let mut finished_latest: Option<DateTime<Utc>> = None;
+            for id in dedup(&delivery.execution_ids) {
+                let left = uses.get_mut(&id).map_or(0, |n| {
+                    *n -= 1;
+                    *n
+                });
+                let execution = if left == 0 {
+                    by_id.remove(&id)
+                } else {
+                    by_id.get(&id).cloned()
+                };
+                let Some(execution) = execution else {
+                    continue;
+                };
+                let finished = execution.finished_at.unwrap_or(execution.updated_at);
+                finished_latest = Some(finished_latest.map_or(finished, |f| f.max(finished)));
+                let outcome = outcomes
+                    .get(&execution.status)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".to_string());
+                executions.push(ExecutionReport {
+                    id: execution.id,
+                    status: execution.status,
+                    outcome,
+                    result: execution.result,
+                });
+            }
+            if let Some(finished) = finished_latest {
+                let latency = now - finished;
+                self.metrics
+                    .pickup_latency(latency.to_std().unwrap_or(Duration::ZERO));
+            }
+            out.push(continuation(delivery, executions, soul));
+        }
+        Ok(out)
+    }
+}
+
+fn continuation(delivery: &Delivery, executions: Vec<ExecutionReport>, soul: &str) -> Continuation {
+    Continuation {
+        session_id: delivery.session_id,
+        idempotency_key: delivery.idempotency_key.clone(),
+        executions,
+        note: delivery.note.clone(),
+        soul: soul.to_string(),
+    }
+}
+
+impl Deliverer {
+    /// Before a retry, asks the policy again about each execution, now with
+    /// the failed attempts the delivery has had (shortages not counted: an
+    /// agent that was down did not answer), so a policy can give up on a
+    /// continuation the runtime keeps refusing. Returns the reason if the
+    /// policy now drops any of them; a policy that fails here does not stop
+    /// the retry (its fault is not the delivery's).
+    pub(super) async fn redecide(
+        &self,
+        delivery: &Delivery,
+    ) -> Result<Option<String>, WorkerError> {
+        let failed = delivery.attempts - delivery.shortages;
+        if failed <= 0 {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        let loaded = self.store.executions(&delivery.execution_ids).await?;
+        let snapshot = self
+            .store
+            .session_snapshot(delivery.session_id, now)
+            .await?;
+        // As before: only the links whose execution has not reported count
+        // as running here.
+        let running = still_running(&snapshot, |_| true);
+        let inputs: Vec<t::DecisionInput> = loaded
+            .into_iter()
+            .map(|e| {
+                let link = ReadyLink {
+                    execution_id: e.id,
+                    session_id: delivery.session_id,
+                    linked_at: e.updated_at,
+                    status: e.status,
+                    result_bytes: i64::try_from(e.result.len()).unwrap_or(i64::MAX),
+                    updated_at: e.updated_at,
+                    finished_at: e.finished_at,
+                };
+                let mut input = self.decision_input(&link, e.result, &snapshot, &running, now);
+                input.attempts = u32::try_from(failed).unwrap_or(0);
+                input
+            })
+            .collect();
+        let logged: Vec<(Uuid, String)> = match self.config.log_decisions {
+            true => (inputs.iter())
+                .filter_map(|i| {
+                    Some((i.execution.id.parse().ok()?, serde_json::to_string(i).ok()?))
+                })
+                .collect(),
+            false => Vec::new(),
+        };
+        let evaluated = self.policy.decide_batch(inputs).await?;
+        let entries = crate::worker::journal::redecided(delivery, logged, &evaluated);
+        if let Err(e) = self.store.record_decisions(&entries, now).await {
+            tracing::warn!("the decision log missed a retry's decisions: {e}");
+            self.metrics.decision_log_failed();
+        }
+        Ok(evaluated.value.ok().and_then(|decisions| {
+            decisions.into_iter().find_map(|d| match d {
+                t::Decision::Drop { reason } => Some(reason),
+                _ => None,
+            })
+        }))
+    }
+}

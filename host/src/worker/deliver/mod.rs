@@ -1,0 +1,479 @@
+//! The deliver step: claim only what will be called now, keep each claim's
+//! lease alive while its call runs, and record each call's outcome as soon
+//! as it returns, fenced by the claim's token (accepted calls in groups, see
+//! `record`).
+//!
+//! Why this shape (each point is a promise in `docs/operations.md`):
+//! - claiming no more than the free call slots, and renewing leases while
+//!   calls run, means a slow agent never lets a lease lapse under a live
+//!   call, so no other worker sends the same key while the first call may
+//!   still be accepted (P2);
+//! - recording each outcome on return means one slow call cannot hold up
+//!   the record of the others (calls that return together share one commit),
+//!   and an accepted call whose record fails (the
+//!   database is restarting) is kept in memory, its lease renewed, and
+//!   recorded on the next pass instead of being called again (P2, P6);
+//! - a continuation is claimed only while its window is open, and one whose
+//!   window closed while it waited or between retries is dropped with one
+//!   notice (P3, P1).
+
+mod continuation;
+mod record;
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::agent::{AgentError, Continuation, Notice};
+use crate::store::{Claim, Delivery, DeliveryKind, Poll};
+use crate::worker::context::Context;
+use crate::worker::{notices, WorkerError};
+use record::{NotAccepted, Recorded, Recorder};
+
+/// The deliver step's side of the worker: claims due deliveries (and takes
+/// those the planner claimed), calls the agent, keeps leases alive while
+/// calls run, and records each outcome. Cheap to clone; clones share the
+/// claims in flight.
+#[derive(Clone)]
+pub(crate) struct Deliverer {
+    cx: Context,
+    agent: Arc<dyn crate::agent::Agent>,
+    /// Claims whose call the agent accepted but whose record failed (the
+    /// database was unreachable): recorded first on the next pass, and
+    /// their leases renewed meanwhile, so they are never called again.
+    unrecorded: Arc<Mutex<Vec<Claim>>>,
+    /// Claims whose call is running now, whose leases are renewed.
+    in_flight: Arc<Mutex<HashSet<Claim>>>,
+}
+
+impl Deref for Deliverer {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        &self.cx
+    }
+}
+
+impl Deliverer {
+    pub(crate) fn new(cx: Context, agent: Arc<dyn crate::agent::Agent>) -> Self {
+        Self {
+            cx,
+            agent,
+            unrecorded: Arc::default(),
+            in_flight: Arc::default(),
+        }
+    }
+}
+
+/// What one deliver step did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DeliverReport {
+    /// Deliveries claimed and attempted.
+    pub attempted: usize,
+    /// Calls the agent accepted, recorded as delivered.
+    pub delivered: usize,
+    /// Failed attempts that will be retried after a backoff.
+    pub retried: usize,
+    /// Deliveries that ended `failed`.
+    pub gave_up: usize,
+    /// Outcomes not recorded because another worker took the claim over
+    /// (it redelivers with the same key).
+    pub lease_lost: usize,
+    /// Continuations dropped unsent: their window closed, or asked again
+    /// before a retry the policy gave up on them.
+    pub dropped_unsent: usize,
+    /// Accepted calls whose record failed this pass; kept and recorded on a
+    /// later pass, never called again.
+    pub unrecorded: usize,
+}
+
+/// What a claimed delivery is called with.
+enum Ready {
+    Notice,
+    Continuation(Box<Continuation>),
+    /// Its executions could not be loaded (the error): not called, retried.
+    Unloaded(String),
+}
+
+/// How a call task ended.
+enum Finished {
+    /// The agent accepted: the recorder records it, with the others that
+    /// end meanwhile.
+    Accepted(Claim),
+    /// Not accepted, and recorded by the task.
+    Recorded(Recorded),
+}
+
+impl Deliverer {
+    #[cfg(feature = "test-support")]
+    /// One deliver step. Tests call this directly.
+    pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
+        self.deliver_pass(&CancellationToken::new(), Vec::new(), Poll::Sweep)
+            .await
+    }
+
+    /// One deliver step that stops claiming once `stop` is cancelled; calls
+    /// already made are finished and recorded. `claimed` are continuations
+    /// the plan step claimed for it: they are called first, without a claim
+    /// of their own, and the step claims more once calls are running. Only
+    /// a sweep looks for continuations whose window closed while they
+    /// waited (a read of every pending continuation): a claim never takes
+    /// one, so the sweep only settles them, within a poll interval.
+    pub(crate) async fn deliver_pass(
+        &self,
+        stop: &CancellationToken,
+        claimed: Vec<Delivery>,
+        poll: Poll,
+    ) -> Result<DeliverReport, WorkerError> {
+        let mut report = DeliverReport::default();
+        // Renewed from now on, like any claim of ours; if the pass fails
+        // before calling them, they are let go and their leases lapse, so
+        // another pass claims them (never kept renewed and uncalled).
+        let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
+        self.lock_in_flight().extend(preclaimed.iter().copied());
+        let settled = match self.record_unrecorded(&mut report).await {
+            Ok(()) if poll == Poll::Sweep => self.drop_outside_window(&mut report).await,
+            other => other,
+        };
+        if let Err(e) = settled {
+            let mut in_flight = self.lock_in_flight();
+            for claim in &preclaimed {
+                in_flight.remove(claim);
+            }
+            return Err(e);
+        }
+
+        let slots = self.config.delivery_concurrency.max(1);
+        let budget = usize::try_from(self.config.batch)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let mut batch = if claimed.is_empty() {
+            self.claim(slots.min(budget)).await?
+        } else {
+            claimed
+        };
+        if batch.is_empty() {
+            return Ok(report);
+        }
+        let soul: std::sync::Arc<str> = self.soul().await.into();
+        // Each call runs as its own task: a slow call never holds up
+        // another, and nothing waits on a future that is not being polled.
+        // An accepted call's task ends when the agent answers, freeing its
+        // slot; its record is the recorder's, written in a task of its own
+        // while this loop goes on claiming, calling and renewing leases.
+        let mut calls = JoinSet::new();
+        let mut recorder = Recorder::new(self);
+        let mut claimed = 0usize;
+        let mut exhausted = false;
+        let mut claim_error = None;
+        let mut renew = tokio::time::interval(self.config.renew_interval());
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renew.tick().await;
+        loop {
+            claimed += batch.len();
+            report.attempted = claimed;
+            for (delivery, claim, ready) in self
+                .prepare(std::mem::take(&mut batch), &soul, &mut report)
+                .await
+            {
+                let worker = self.clone();
+                calls.spawn(async move {
+                    match worker.call(&delivery, ready).await {
+                        Ok(()) => Finished::Accepted(claim),
+                        Err(not) => {
+                            let recorded = worker.record(&delivery, claim, not).await;
+                            worker.lock_in_flight().remove(&claim);
+                            Finished::Recorded(recorded)
+                        }
+                    }
+                });
+            }
+            recorder.flush();
+            let free = slots.saturating_sub(calls.len());
+            // Refill when a quarter of the slots are free, so claims stay
+            // few without leaving slots idle behind one slow call.
+            if !exhausted && !stop.is_cancelled() && free >= (slots / 4).max(1) && claimed < budget
+            {
+                match self.claim(free.min(budget - claimed)).await {
+                    Ok(more) if more.is_empty() => exhausted = true,
+                    Ok(more) => {
+                        batch = more;
+                        continue;
+                    }
+                    Err(e) => {
+                        exhausted = true;
+                        claim_error = Some(e);
+                    }
+                }
+            }
+            if calls.is_empty() && recorder.is_idle() {
+                break;
+            }
+            tokio::select! {
+                Some(joined) = calls.join_next() => {
+                    self.finished(joined, &mut recorder, &mut report);
+                    // Take every call that has ended, so the next claim and
+                    // the next group are as large as they can be.
+                    while let Some(joined) = calls.try_join_next() {
+                        self.finished(joined, &mut recorder, &mut report);
+                    }
+                }
+                () = recorder.written(&mut report) => {}
+                _ = renew.tick() => self.renew_leases().await,
+            }
+        }
+        match claim_error {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+
+    /// Takes a call task's end: an accepted call goes to the recorder,
+    /// anything else was recorded by the task.
+    fn finished(
+        &self,
+        joined: Result<Finished, tokio::task::JoinError>,
+        recorder: &mut Recorder,
+        report: &mut DeliverReport,
+    ) {
+        match joined {
+            Ok(Finished::Accepted(claim)) => recorder.push(claim),
+            Ok(Finished::Recorded(recorded)) => report.tally(self, recorded),
+            // Its lease lapses and the delivery is tried again.
+            Err(e) => tracing::error!("a delivery task failed: {e}"),
+        }
+    }
+
+    /// Claims up to `limit` due deliveries under one fresh token. Each claim
+    /// joins the set whose leases are renewed the moment it is taken, before
+    /// anything else is awaited: a claim waiting for its call (behind the
+    /// SOUL, behind a busy pool) must not lapse either.
+    async fn claim(&self, limit: usize) -> Result<Vec<Delivery>, WorkerError> {
+        let lease = self.config.lease_duration();
+        let claimed = self
+            .store
+            .claim_deliveries(
+                &self.config.worker_id,
+                self.clock.now(),
+                lease,
+                i64::try_from(limit).unwrap_or(i64::MAX),
+            )
+            .await?;
+        self.lock_in_flight()
+            .extend(claimed.iter().filter_map(Delivery::claim));
+        Ok(claimed)
+    }
+
+    /// Readies a claimed batch for its calls: the claims no longer held are
+    /// set aside (see [`Worker::still_held`]), and the continuations are
+    /// built together (two reads for the batch).
+    async fn prepare(
+        &self,
+        batch: Vec<Delivery>,
+        soul: &str,
+        report: &mut DeliverReport,
+    ) -> Vec<(Delivery, Claim, Ready)> {
+        let held = self.still_held(&batch).await;
+        let mut ready = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            let Some(claim) = delivery.claim() else {
+                continue;
+            };
+            if held.contains(&claim) {
+                ready.push((delivery, claim));
+            } else {
+                self.lock_in_flight().remove(&claim);
+                report.tally(self, Recorded::LeaseLost);
+            }
+        }
+        let wanted: Vec<&Delivery> = ready
+            .iter()
+            .map(|(d, _)| d)
+            .filter(|d| d.kind == DeliveryKind::Continuation && self.lost_claims(d).is_none())
+            .collect();
+        let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
+        let mut unloaded = String::from("not loaded");
+        match self.continuations(&wanted, soul).await {
+            Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
+            Err(e) => unloaded = e.to_string(),
+        }
+        ready
+            .into_iter()
+            .map(|(delivery, claim)| {
+                let prepared = match (delivery.kind, built.remove(&delivery.id)) {
+                    (DeliveryKind::Notice, _) => Ready::Notice,
+                    (DeliveryKind::Continuation, Some(c)) => Ready::Continuation(Box::new(c)),
+                    (DeliveryKind::Continuation, None) => Ready::Unloaded(unloaded.clone()),
+                };
+                (delivery, claim, prepared)
+            })
+            .collect()
+    }
+
+    /// Renews the leases of this worker's calls in flight and of accepted
+    /// calls not yet recorded; the deliver step does so every
+    /// [`WorkerConfig::renew_interval`](super::WorkerConfig::renew_interval)
+    /// while calls run. A failure is logged: the next tick tries again, and
+    /// a lease that lapses meanwhile is only at risk if another worker can
+    /// reach the database when this one cannot.
+    pub async fn renew_leases(&self) {
+        let claims = self.claims_in_flight();
+        if claims.is_empty() {
+            return;
+        }
+        let lease = self.config.lease_duration();
+        match self
+            .store
+            .renew_leases(&claims, self.clock.now(), lease)
+            .await
+        {
+            Ok(held) if held.len() < claims.len() => {
+                // A claim recorded while the renewal ran is no longer
+                // pending, so not renewed, and no longer ours in flight:
+                // only the rest were taken over.
+                let still_ours: HashSet<Claim> = self.claims_in_flight().into_iter().collect();
+                let held: HashSet<Uuid> = held.into_iter().collect();
+                let lost = claims
+                    .iter()
+                    .filter(|c| !held.contains(&c.id) && still_ours.contains(c))
+                    .count();
+                if lost > 0 {
+                    tracing::warn!(lost, "leases taken over while their calls ran");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("lease renewal failed: {e}"),
+        }
+    }
+
+    /// The claims of a fresh batch that still hold their lease, checked just
+    /// before their calls when the lease may have lapsed since it was taken
+    /// (the claim's round trip, or the wait for the SOUL, took longer than
+    /// a renewal period): those leases are renewed, in one statement for the
+    /// batch, and a claim another worker has taken over in the meantime is
+    /// not called, so that worker's call is the only one. A batch whose
+    /// lease is fresh costs no round trip.
+    async fn still_held(&self, batch: &[Delivery]) -> HashSet<Claim> {
+        let margin = chrono::Duration::from_std(self.config.renew_interval())
+            .unwrap_or(chrono::Duration::zero());
+        let now = self.clock.now();
+        let (fresh, stale): (Vec<&Delivery>, Vec<&Delivery>) = batch
+            .iter()
+            .partition(|d| d.lease_expires_at.is_some_and(|until| now + margin < until));
+        let mut held: HashSet<Claim> = fresh.iter().filter_map(|d| d.claim()).collect();
+        let stale: Vec<Claim> = stale
+            .iter()
+            .filter(|d| d.lease_expires_at.is_some())
+            .filter_map(|d| d.claim())
+            .collect();
+        if stale.is_empty() {
+            return held;
+        }
+        let lease = self.config.lease_duration();
+        match self.store.renew_leases(&stale, now, lease).await {
+            Ok(renewed) => {
+                let renewed: HashSet<Uuid> = renewed.into_iter().collect();
+                held.extend(stale.into_iter().filter(|c| renewed.contains(&c.id)));
+            }
+            Err(e) => {
+                tracing::warn!(
+                    claims = stale.len(),
+                    "could not confirm stale claims, not calling: {e}"
+                );
+            }
+        }
+        held
+    }
+
+    /// Why a delivery is not called at all: its earlier claims recorded no
+    /// result so often that the worker delivering it keeps dying mid-call.
+    fn lost_claims(&self, delivery: &Delivery) -> Option<AgentError> {
+        let lost = delivery.claims - 1 - delivery.attempts;
+        (lost >= self.config.max_lost_claims).then(|| {
+            AgentError::Permanent(format!(
+                "claimed {lost} times without a recorded result: the worker delivering it keeps dying mid-call"
+            ))
+        })
+    }
+
+    /// Calls the agent for one claimed delivery.
+    async fn call(&self, delivery: &Delivery, ready: Ready) -> Result<(), NotAccepted> {
+        if let Some(error) = self.lost_claims(delivery) {
+            return Err(NotAccepted::Failed(error));
+        }
+        if delivery.kind == DeliveryKind::Continuation {
+            match self.redecide(delivery).await {
+                Ok(Some(reason)) => return Err(NotAccepted::Dropped(reason)),
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(NotAccepted::Failed(AgentError::unavailable(format!(
+                        "could not ask the policy before the retry: {e}"
+                    ))))
+                }
+            }
+        }
+        let result = match ready {
+            Ready::Continuation(continuation) => self.agent.continue_session(&continuation).await,
+            // The executions could not be read: a shortage, tried again.
+            Ready::Unloaded(e) => Err(AgentError::unavailable(format!(
+                "could not load the executions: {e}"
+            ))),
+            Ready::Notice => {
+                let notice = Notice {
+                    session_id: delivery.session_id,
+                    idempotency_key: delivery.idempotency_key.clone(),
+                    message: delivery.note.clone(),
+                };
+                self.agent.notify(&notice).await
+            }
+        };
+        result.map_err(NotAccepted::Failed)
+    }
+
+    /// Drops, with one notice each, the continuations whose window closed
+    /// while they waited or between retries.
+    async fn drop_outside_window(&self, report: &mut DeliverReport) -> Result<(), WorkerError> {
+        let now = self.clock.now();
+        let found = self
+            .store
+            .continuations_outside_window(now, self.config.batch)
+            .await?;
+        for (delivery, window) in found {
+            let reason = notices::window_closed_reason(window.as_ref());
+            let message = notices::not_continued(&delivery.execution_ids, &reason);
+            if self
+                .store
+                .drop_continuation(delivery.id, &reason, &message, now)
+                .await?
+            {
+                report.dropped_unsent += 1;
+                self.metrics.delivery("dropped_window_closed");
+            }
+        }
+        Ok(())
+    }
+
+    /// This worker's claims whose call is running, and its accepted calls
+    /// not yet recorded: what a crash now would leave with an unknown
+    /// outcome.
+    pub fn claims_in_flight(&self) -> Vec<Claim> {
+        let mut claims: Vec<Claim> = self.lock_in_flight().iter().copied().collect();
+        claims.extend(self.unrecorded_claims());
+        claims
+    }
+
+    pub(super) fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<Claim>> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The active policy's SOUL text; empty if the policy fails (the note
+    /// still goes out: it carries the result, the SOUL only frames it).
+    async fn soul(&self) -> String {
+        let evaluated = self.policy.soul().await.ok();
+        evaluated.and_then(|e| e.value.ok()).unwrap_or_default()
+    }
+}
