@@ -3,7 +3,7 @@
 //!
 //! A revision is a pure function of its bytes, so its class for a status
 //! never changes. [`StatusClasses`] reads the classes the store keeps per
-//! (revision, status) (migration 029), asks the policy only about the
+//! (revision, status) (`nomos_status_classes`), asks the policy only about the
 //! statuses that have none under the active revision, and keeps the
 //! answers. A status is thus classified once per revision, not on every
 //! report, pass and delivery; and because every read is keyed by the

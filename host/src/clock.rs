@@ -21,14 +21,14 @@ impl Clock for SystemClock {
     }
 }
 
-#[cfg(feature = "test-support")]
+#[cfg(any(test, feature = "test-support"))]
 /// A clock that only moves when told to; for tests and the demo.
 #[derive(Debug)]
 pub struct ManualClock {
     now: Mutex<DateTime<Utc>>,
 }
 
-#[cfg(feature = "test-support")]
+#[cfg(any(test, feature = "test-support"))]
 impl ManualClock {
     /// A clock that reads `start` until it is advanced or set.
     pub fn new(start: DateTime<Utc>) -> Self {
@@ -44,12 +44,13 @@ impl ManualClock {
     }
 
     /// Sets the clock.
+    #[cfg(feature = "test-support")]
     pub fn set(&self, to: DateTime<Utc>) {
         *self.now.lock().unwrap_or_else(|p| p.into_inner()) = to;
     }
 }
 
-#[cfg(feature = "test-support")]
+#[cfg(any(test, feature = "test-support"))]
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.now.lock().unwrap_or_else(|p| p.into_inner())

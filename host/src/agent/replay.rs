@@ -67,7 +67,7 @@ fn omitted_marker(omitted: usize) -> ChatMessage {
     )
 }
 
-#[cfg(feature = "test-support")]
+#[cfg(any(test, feature = "test-support"))]
 /// Builds the request's messages from the stored history, the SOUL and the
 /// note with the whole history replayed. Public so a runtime that embeds
 /// the library can send what `chatWith` would (see [`build_messages_within`]

@@ -3,7 +3,7 @@
 //!
 //! # A relation the runtime may own
 //!
-//! Migration 021 creates a standalone table only where no relation named
+//! The schema migration (018) creates a standalone table only where no relation named
 //! `executions` exists: a runtime may supply its own (a view over its
 //! table), whose columns can hold what the standalone table forbids. One
 //! such row must not stop the reads for every other execution (promise P5
@@ -39,7 +39,7 @@ impl Store {
     ///
     /// Why here: a runtime embedding nomos-continue on SQLite that keeps its
     /// own execution table supplies the `executions` relation this module
-    /// reads (as a view, see migration 021), and needs the pool to create
+    /// reads (as a view, see migration 018), and needs the pool to create
     /// it; the fault tests use it to play such a runtime.
     pub fn sqlite_pool(&self) -> Option<&sqlx::SqlitePool> {
         match &self.db {
@@ -107,7 +107,7 @@ impl Store {
             Some(row) => {
                 // A new status may be terminal: the worker's frequent pass
                 // must read this link again (a repeat of the status it was
-                // parked on changes nothing). See migration 036.
+                // parked on changes nothing). See the `parked` column in migration 018.
                 query(
                     "UPDATE nomos_plan_executions SET parked = NULL \
                      WHERE execution_id = $1 AND parked IS NOT NULL AND parked <> $2",

@@ -26,7 +26,6 @@ use uuid::Uuid;
 
 const RUNTIME: &str = "runtime-token-for-the-console";
 const ADMIN: &str = "admin-token-for-the-console";
-/// How long a step may take: a continuation, a view, a candidate compile.
 
 struct Api {
     base: String,

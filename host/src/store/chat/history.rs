@@ -1,6 +1,6 @@
 //! The chat history `chatWith` replays (`agent::history` adapts it): replies appended
 //! once per continuation key, and operator notices kept where the replay
-//! never looks (migration 024).
+//! never looks.
 //!
 //! # Why the key is on the turn and notices have their own table
 //!

@@ -85,7 +85,7 @@ pub enum Poll {
     /// Every unsettled, unplanned link that has reported, parked or not:
     /// the worker's periodic sweep.
     Sweep,
-    /// Only links not parked as running (migration 036), by the index on
+    /// Only links not parked as running (the `parked` column), by the index on
     /// exactly that predicate: the worker's frequent pass, whose cost does
     /// not grow with the executions that stay running.
     Unparked,

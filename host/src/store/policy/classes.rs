@@ -1,4 +1,4 @@
-//! How each policy revision classified each status string (migration 029).
+//! How each policy revision classified each status string (`nomos_status_classes`).
 //!
 //! A revision is a pure function of its bytes, so its class for a status
 //! never changes: it is asked once and kept here, keyed by the revision's

@@ -5,9 +5,9 @@
 //!
 //! # Why a table of sessions
 //!
-//! A session is only an id on other rows. `nomos_sessions` (migrations 043
-//! and 044, kept by triggers) lists each once with the time it was first
-//! seen, so a page is a keyset scan of that table's index, and each row's
+//! A session is only an id on other rows. `nomos_sessions` (made in
+//! migration 018 and kept by triggers, filled from the history in 024)
+//! lists each once with the time it was first seen, so a page is a keyset scan of that table's index, and each row's
 //! counts are index probes bounded by the page size. A filter is an
 //! `EXISTS` per row scanned: a page of a rare filter reads further back.
 
