@@ -38,6 +38,27 @@ pub fn wasmtime() -> Result<PathBuf> {
     )
 }
 
+/// `wasm` compiled once by `wasmtime compile` into the tests' compile
+/// cache, as `name.cwasm`, for [`run_cli`] (which allows precompiled
+/// components). Why: `wasmtime run` compiles a component on every run (the
+/// CLI is built without its cache), a third of a second for the default
+/// policy and seconds for an interpreted one, once per golden case.
+pub fn precompiled(wasmtime: &Path, wasm: &Path, name: &str) -> Result<PathBuf> {
+    let compiled = compile_cache_dir().with_file_name(format!("{name}.cwasm"));
+    if let Some(dir) = compiled.parent() {
+        std::fs::create_dir_all(dir).context("the compile cache's folder")?;
+    }
+    let status = Command::new(wasmtime)
+        .arg("compile")
+        .arg(wasm)
+        .arg("-o")
+        .arg(&compiled)
+        .status()
+        .context("wasmtime compile")?;
+    anyhow::ensure!(status.success(), "wasmtime compile {}", wasm.display());
+    Ok(compiled)
+}
+
 pub fn run_cli(wasmtime: &Path, wasm: &Path, case: &GoldenCase) -> Result<CaseOutput> {
     let mut child = Command::new(wasmtime)
         .arg("run")

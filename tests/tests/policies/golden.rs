@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context, Result};
 use nomos_continue::policy::golden::{self, Expected, GoldenCase};
 use nomos_continue::policy::{Limits, PolicyRuntime, BUILTIN_POLICY_PATH};
-use nomos_continue_tests::policies::{run_cli, wasmtime};
+use nomos_continue_tests::policies::{precompiled, run_cli, wasmtime};
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("golden")
@@ -30,9 +30,14 @@ fn blessing() -> bool {
 }
 
 /// Checks one case on both paths; returns the problems found.
-fn check_case(runtime: &PolicyRuntime, wasmtime: &Path, case: &GoldenCase) -> Result<Vec<String>> {
+fn check_case(
+    runtime: &PolicyRuntime,
+    wasmtime: &Path,
+    compiled: &Path,
+    case: &GoldenCase,
+) -> Result<Vec<String>> {
     let typed = runtime.run_golden_case(case);
-    let cli = run_cli(wasmtime, Path::new(BUILTIN_POLICY_PATH), case)?;
+    let cli = run_cli(wasmtime, compiled, case)?;
     let mut problems = Vec::new();
     let same_result = (typed.exit_code == 0) == (cli.exit_code == 0)
         && typed.stdout == cli.stdout
@@ -90,6 +95,8 @@ fn golden_cases_agree_on_both_paths() -> Result<()> {
     assert!(cases.len() >= 60, "only {} golden cases", cases.len());
     let runtime = PolicyRuntime::new(Limits::default()).context("load the built-in policy")?;
     let wasmtime = wasmtime()?;
+    // Compiled by `wasmtime compile` once, not by `wasmtime run` per case.
+    let compiled = precompiled(&wasmtime, Path::new(BUILTIN_POLICY_PATH), "builtin-policy")?;
     let problems = Mutex::new(Vec::new());
     let next = Mutex::new(cases.iter());
     let workers = std::thread::available_parallelism()
@@ -101,7 +108,7 @@ fn golden_cases_agree_on_both_paths() -> Result<()> {
                 let Some(case) = next.lock().map(|mut it| it.next()).ok().flatten() else {
                     return;
                 };
-                let found = check_case(&runtime, &wasmtime, case)
+                let found = check_case(&runtime, &wasmtime, &compiled, case)
                     .unwrap_or_else(|e| vec![format!("{}: {e:#}", case.name)]);
                 if let Ok(mut all) = problems.lock() {
                     all.extend(found);

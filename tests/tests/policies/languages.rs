@@ -19,7 +19,7 @@ use anyhow::{anyhow, bail, ensure, Context, Result};
 use nomos_continue::policy::golden::{self, Judging};
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue_tests::http::{RecordingServer, Script};
-use nomos_continue_tests::policies::{compile_cache_dir, run_cli, wasmtime};
+use nomos_continue_tests::policies::{compile_cache_dir, precompiled, run_cli, wasmtime};
 use nomos_continue_tests::replica::{binary, Replica, ReplicaOptions};
 use serde_json::Value;
 use uuid::Uuid;
@@ -146,19 +146,7 @@ fn passes_policy_check(guest: &Guest) -> Result<()> {
 fn every_golden_case_under_wasmtime_run(guest: &Guest) -> Result<()> {
     let wasmtime = wasmtime()?;
     let wasm = guest.wasm()?;
-    let compiled =
-        compile_cache_dir().with_file_name(format!("{}.cwasm", guest.folder.replace('/', "-")));
-    if let Some(dir) = compiled.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let status = Command::new(&wasmtime)
-        .arg("compile")
-        .arg(&wasm)
-        .arg("-o")
-        .arg(&compiled)
-        .status()
-        .context("wasmtime compile")?;
-    ensure!(status.success(), "wasmtime compile {}", wasm.display());
+    let compiled = precompiled(&wasmtime, &wasm, &guest.folder.replace('/', "-"))?;
     let judging = Judging {
         own_describe: true,
         own_error_wording: true,
