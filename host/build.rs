@@ -6,6 +6,10 @@
 //! the lock on its own target directory, and a separate directory keeps the
 //! wasm build incremental across debug, release and clippy runs. The path of
 //! the component is handed to the crate as `NOMOS_BUILTIN_POLICY`.
+//!
+//! It also writes two Rust files into OUT_DIR for the crate to include: the
+//! list of migrations (`migrations.rs`, see [`embed_migrations`]) and the
+//! golden `decide` inputs (`golden_decide.rs`).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -21,12 +25,7 @@ fn main() {
         .expect("host/ sits in the workspace")
         .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // `sqlx::migrate!` embeds the migrations at compile time but cannot
-    // tell cargo to rebuild when one is added; this line does.
-    println!(
-        "cargo:rerun-if-changed={}",
-        workspace.join("migrations").display()
-    );
+    embed_migrations(&workspace, &out_dir);
     for watched in ["guest/src", "guest/Cargo.toml", "wit"] {
         println!(
             "cargo:rerun-if-changed={}",
@@ -79,6 +78,88 @@ fn main() {
     std::fs::copy(&built, &copied).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
     println!("cargo:rustc-env=NOMOS_BUILTIN_POLICY={}", copied.display());
     embed_golden_inputs(&workspace, &out_dir);
+}
+
+/// The backends, each with its folder under `migrations/`, in the order
+/// `migrations.rs` lists them.
+const MIGRATION_DIRS: [(&str, &str); 2] = [("POSTGRES", "postgres"), ("SQLITE", "sqlite")];
+
+/// Writes `migrations.rs`: for each backend a `&[Embedded]` constant
+/// (`POSTGRES`, `SQLITE`; the struct is `host/src/store/migrate.rs`'s) with
+/// every migration file of its folder, named as sqlx names them:
+/// `<version>_<description>.up.sql` / `.down.sql`, the description with `_`
+/// read as a space, and a file whose first line is `-- no-transaction` run
+/// outside a transaction. The text is `include_str!`ed, so the checksum the
+/// store computes from it is the one `sqlx migrate` records.
+fn embed_migrations(workspace: &Path, out_dir: &Path) {
+    let mut code = String::new();
+    for (name, folder) in MIGRATION_DIRS {
+        let dir = workspace.join("migrations").join(folder);
+        // A directory: cargo reruns this script when a file in it is added,
+        // removed or changed.
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let mut files: Vec<(i64, bool, String)> = Vec::new();
+        let mut lines = Vec::new();
+        for path in std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+        {
+            let file = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_else(|| panic!("{}: not a UTF-8 name", path.display()));
+            let Some((version, rest)) = file.split_once('_') else {
+                continue;
+            };
+            // As sqlx: a file that does not end in `.sql` is not a migration.
+            if !rest.ends_with(".sql") {
+                continue;
+            }
+            let (description, up) = if let Some(d) = rest.strip_suffix(".up.sql") {
+                (d, true)
+            } else if let Some(d) = rest.strip_suffix(".down.sql") {
+                (d, false)
+            } else {
+                panic!(
+                    "{}: every migration is reversible (.up.sql and .down.sql)",
+                    path.display()
+                );
+            };
+            let version: i64 = version
+                .parse()
+                .unwrap_or_else(|e| panic!("{}: version {version:?}: {e}", path.display()));
+            let sql = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            let kind = if up { "ReversibleUp" } else { "ReversibleDown" };
+            files.push((version, up, file.to_owned()));
+            lines.push((
+                (version, !up),
+                format!(
+                    "    Embedded {{ version: {version}, description: {:?}, \
+                     kind: sqlx::migrate::MigrationType::{kind}, sql: include_str!({:?}), \
+                     no_tx: {} }},\n",
+                    description.replace('_', " "),
+                    path.display().to_string(),
+                    sql.starts_with("-- no-transaction"),
+                ),
+            ));
+        }
+        for (version, up, file) in &files {
+            let pair = files.iter().any(|(v, u, _)| v == version && u != up);
+            assert!(
+                pair,
+                "{folder}/{file} has no {} script",
+                if *up { "down" } else { "up" }
+            );
+        }
+        lines.sort();
+        code.push_str(&format!("pub(super) const {name}: &[Embedded] = &[\n"));
+        code.extend(lines.into_iter().map(|(_, line)| line));
+        code.push_str("];\n");
+    }
+    let out = out_dir.join("migrations.rs");
+    std::fs::write(&out, code).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
 }
 
 /// Writes `golden_decide.rs`: the name and input of every golden `decide`

@@ -31,26 +31,72 @@
 //! - **A newer schema.** A database migrated by a newer release is refused
 //!   with both versions ([`StoreError::NewerSchema`]) rather than sqlx's
 //!   "previously applied but is missing".
+//!
+//! The migrations are embedded by `host/build.rs`, which lists every file of
+//! `migrations/<backend>` in OUT_DIR; [`Migration::new`] computes each
+//! checksum as `sqlx::migrate!` and `sqlx migrate run` do, so a database
+//! migrated by either matches.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use sqlx::error::BoxDynError;
-use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationSource, Migrator};
+use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::PgConnection;
 
 use super::decode::RowExt;
 use super::dialect::query;
 use super::{Backend, Db, Result, Store, StoreError};
 
-/// Migrations for PostgreSQL, embedded at build time from
-/// `migrations/postgres` (017 is the seed's link table).
-static PG_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+/// One migration file, as `host/build.rs` lists it in `migrations.rs`.
+struct Embedded {
+    version: i64,
+    /// The file's name after the version, `_` read as a space (sqlx's).
+    description: &'static str,
+    kind: MigrationType,
+    sql: &'static str,
+    /// The file's first line is `-- no-transaction`.
+    no_tx: bool,
+}
 
-/// Migrations for SQLite, embedded from `migrations/sqlite`; the same version
-/// numbers as PostgreSQL so both backends are always at the same schema step.
-static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+/// `POSTGRES` and `SQLITE`, every file of `migrations/<backend>` in version
+/// order, each up script before its down script.
+mod embedded {
+    use super::Embedded;
+    include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+}
+
+/// Migrations for PostgreSQL, from `migrations/postgres` (017 is the seed's
+/// link table).
+static PG_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator(embedded::POSTGRES));
+
+/// Migrations for SQLite, from `migrations/sqlite`; the same version numbers
+/// as PostgreSQL so both backends are always at the same schema step.
+static SQLITE_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator(embedded::SQLITE));
+
+/// A migrator over `files`, set as `sqlx::migrate!` sets one (locking, no
+/// applied version ignored).
+fn migrator(files: &[Embedded]) -> Migrator {
+    let migrations = files
+        .iter()
+        .map(|f| {
+            Migration::new(
+                f.version,
+                Cow::Borrowed(f.description),
+                f.kind,
+                Cow::Borrowed(f.sql),
+                f.no_tx,
+            )
+        })
+        .collect();
+    Migrator {
+        migrations: Cow::Owned(migrations),
+        ..Migrator::DEFAULT
+    }
+}
 
 /// How many times [`Store::migrate`] runs the migrations when one of them
 /// times out waiting for a lock. With [`FIRST_BACKOFF`] doubling up to
@@ -334,7 +380,75 @@ fn is_lock_timeout(e: &sqlx::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::names;
+    use std::path::Path;
+
+    use sqlx::migrate::Migrator;
+
+    use super::{names, PG_MIGRATOR, SQLITE_MIGRATOR};
+
+    /// SHA-384 of `017_nomos_plan_executions.up.sql`, as `sqlx::migrate!`
+    /// recorded it on every database migrated so far: the seed's text and
+    /// its checksum never change.
+    const SEED_CHECKSUMS: [(&str, &str); 2] = [
+        (
+            "postgres",
+            "61b0bd7e1779d916bf28d01ce2b1c5d1dff5a08c4bff44ef645c0a43e40f4cf215414a3f73a5bb98571c3bf0b3eeb17e",
+        ),
+        (
+            "sqlite",
+            "10b2323d4a1445b31a4123ddd6c326ac38613e924ff42dc184d6a9e86ac5f40ce46950ce5487cb091f1588952dada879",
+        ),
+    ];
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn migrators() -> [(&'static str, &'static Migrator); 2] {
+        [("postgres", &PG_MIGRATOR), ("sqlite", &SQLITE_MIGRATOR)]
+    }
+
+    #[test]
+    fn the_embedded_migrations_are_what_sqlx_reads_from_the_folders() {
+        for (folder, migrator) in migrators() {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../migrations")
+                .join(folder);
+            let key = |m: &sqlx::migrate::Migration| {
+                (
+                    m.version,
+                    m.migration_type.is_up_migration(),
+                    m.description.to_string(),
+                    hex(&m.checksum),
+                    m.no_tx,
+                )
+            };
+            let mut read: Vec<_> = sqlx::migrate::resolve_blocking(&dir)
+                .expect("sqlx reads the folder")
+                .iter()
+                .map(|(m, _)| key(m))
+                .collect();
+            read.sort();
+            let mut embedded: Vec<_> = migrator.iter().map(key).collect();
+            embedded.sort();
+            assert_eq!(embedded, read, "{folder}");
+            assert!(migrator.locking && !migrator.ignore_missing && !migrator.no_tx);
+        }
+    }
+
+    #[test]
+    fn the_seed_keeps_its_checksum() {
+        for ((folder, migrator), (expected_folder, checksum)) in
+            migrators().into_iter().zip(SEED_CHECKSUMS)
+        {
+            assert_eq!(folder, expected_folder);
+            let seed = migrator
+                .iter()
+                .find(|m| m.version == 17 && m.migration_type.is_up_migration())
+                .expect("017");
+            assert_eq!(hex(&seed.checksum), checksum, "{folder}");
+        }
+    }
 
     #[test]
     fn an_index_is_named_as_a_whole_word() {
