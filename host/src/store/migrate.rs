@@ -31,6 +31,11 @@
 //! - **A newer schema.** A database migrated by a newer release is refused
 //!   with both versions ([`StoreError::NewerSchema`]) rather than sqlx's
 //!   "previously applied but is missing".
+//! - **A pre-release schema.** The migrations 018-044 of the builds before
+//!   the first release were squashed into 018-024. A database that applied
+//!   any of them (an applied version whose checksum is not this binary's, or
+//!   a version of that range this binary does not have) is refused
+//!   ([`StoreError::PreRelease`]): it must be recreated.
 //!
 //! The migrations are embedded by `host/build.rs`, which lists every file of
 //! `migrations/<backend>` in OUT_DIR; [`Migration::new`] computes each
@@ -39,6 +44,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::ops::RangeInclusive;
 use std::pin::Pin;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -98,6 +104,12 @@ fn migrator(files: &[Embedded]) -> Migrator {
     }
 }
 
+/// The versions the pre-release builds used: their 018-044, squashed into
+/// 018-024 before the first release. Versions after the squashed set are
+/// numbered from 045 on, so a version of this range that this binary does
+/// not have can only come from a pre-release build.
+const PRE_RELEASE: RangeInclusive<i64> = 18..=44;
+
 /// How many times [`Store::migrate`] runs the migrations when one of them
 /// times out waiting for a lock. With [`FIRST_BACKOFF`] doubling up to
 /// [`MAX_BACKOFF`], about half a minute in all: long enough to outlast a
@@ -114,7 +126,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 const SEED: i64 = 17;
 
 /// How long the seed's migration may wait for its lock: the same bound as
-/// `018_link_state.up.sql` sets for itself.
+/// `018_schema.up.sql` sets for itself.
 const SEED_LOCK_TIMEOUT: &str = "SET lock_timeout = '500ms'";
 
 /// PostgreSQL's `lock_not_available`, raised when `lock_timeout` expires.
@@ -152,7 +164,7 @@ impl Store {
     /// [`Store::migrate`] with the number of attempts given (at least one),
     /// for an operator who would rather wait longer, or fail at once.
     pub async fn migrate_with_attempts(&self, attempts: u32) -> Result<()> {
-        self.refuse_newer_schema().await?;
+        self.refuse_unknown_schema().await?;
         let attempts = attempts.max(1);
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=attempts {
@@ -177,6 +189,7 @@ impl Store {
         Ok(())
     }
 
+    #[cfg(feature = "test-support")]
     /// Reverts applied migrations newer than `target` by running their down
     /// scripts (`target = 0` reverts everything). For operators rolling back
     /// and for the conformance suite, which checks that every down script runs.
@@ -204,26 +217,24 @@ impl Store {
         Ok(self.tables().await?.iter().any(|t| t == "_sqlx_migrations"))
     }
 
-    /// Refuses a database that records a migration newer than any this
-    /// binary embeds: its schema may have moved on in ways this code does
-    /// not know, so running (or migrating) would be a guess.
-    async fn refuse_newer_schema(&self) -> Result<()> {
+    /// Refuses a database whose recorded migrations are not this binary's:
+    /// one a pre-release build migrated ([`StoreError::PreRelease`]), or one
+    /// that records a migration newer than any this binary embeds
+    /// ([`StoreError::NewerSchema`]). Either schema may differ from this
+    /// code's in ways it does not know, so running (or migrating) would be a
+    /// guess.
+    async fn refuse_unknown_schema(&self) -> Result<()> {
         if !self.has_migrations_table().await? {
             return Ok(());
         }
-        let database = query("SELECT COALESCE(MAX(version), 0) AS version FROM _sqlx_migrations")
-            .fetch_one(self)
-            .await?
-            .bigint("version")?;
-        let binary = Self::migrator(self.backend())
-            .iter()
-            .map(|m| m.version)
-            .max()
-            .unwrap_or(0);
-        if database > binary {
-            return Err(StoreError::NewerSchema { database, binary });
+        let rows = query("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(self)
+            .await?;
+        let mut applied = Vec::with_capacity(rows.len());
+        for row in &rows {
+            applied.push((row.bigint("version")?, row.bytes("checksum")?));
         }
-        Ok(())
+        check_applied(Self::migrator(self.backend()), &applied)
     }
 
     /// One run of the migrator. On PostgreSQL it runs on one connection that
@@ -365,6 +376,34 @@ async fn drop_interrupted_indexes(conn: &mut PgConnection) -> Result<()> {
     Ok(())
 }
 
+/// Checks the applied `(version, checksum)` pairs against `migrator`; see
+/// [`Store::refuse_unknown_schema`]. A pre-release database is named as such
+/// even when it also records versions beyond this binary's. A changed
+/// checksum outside [`PRE_RELEASE`] is left to sqlx ("previously applied but
+/// has been modified").
+fn check_applied(migrator: &Migrator, applied: &[(i64, Vec<u8>)]) -> Result<()> {
+    let ups = || {
+        migrator
+            .iter()
+            .filter(|m| m.migration_type.is_up_migration())
+    };
+    for (version, checksum) in applied {
+        let pre_release = PRE_RELEASE.contains(version)
+            && ups()
+                .find(|m| m.version == *version)
+                .is_none_or(|known| *known.checksum != **checksum);
+        if pre_release {
+            return Err(StoreError::PreRelease { version: *version });
+        }
+    }
+    let binary = ups().map(|m| m.version).max().unwrap_or(0);
+    let database = applied.iter().map(|(v, _)| *v).max().unwrap_or(0);
+    if database > binary {
+        return Err(StoreError::NewerSchema { database, binary });
+    }
+    Ok(())
+}
+
 /// Whether `sql` contains `identifier` as a whole word.
 fn names(sql: &str, identifier: &str) -> bool {
     sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -384,7 +423,8 @@ mod tests {
 
     use sqlx::migrate::Migrator;
 
-    use super::{names, PG_MIGRATOR, SQLITE_MIGRATOR};
+    use super::{check_applied, names, PG_MIGRATOR, SQLITE_MIGRATOR};
+    use crate::store::StoreError;
 
     /// SHA-384 of `017_nomos_plan_executions.up.sql`, as `sqlx::migrate!`
     /// recorded it on every database migrated so far: the seed's text and
@@ -448,6 +488,54 @@ mod tests {
                 .expect("017");
             assert_eq!(hex(&seed.checksum), checksum, "{folder}");
         }
+    }
+
+    #[test]
+    fn pre_release_and_newer_versions_are_told_apart() {
+        let migrator = &*PG_MIGRATOR;
+        let checksum = |v: i64| {
+            migrator
+                .iter()
+                .find(|m| m.version == v && m.migration_type.is_up_migration())
+                .map(|m| m.checksum.to_vec())
+                .expect("a known version")
+        };
+        let latest = migrator.iter().map(|m| m.version).max().expect("latest");
+        let current: Vec<(i64, Vec<u8>)> = (17..=latest).map(|v| (v, checksum(v))).collect();
+        assert!(check_applied(migrator, &current).is_ok());
+        assert!(check_applied(migrator, &[]).is_ok());
+
+        // A pre-release 018 (another text), with or without its later versions.
+        let mut old = current.clone();
+        old[1].1 = vec![0];
+        assert!(matches!(
+            check_applied(migrator, &old),
+            Err(StoreError::PreRelease { version: 18 })
+        ));
+        old.push((44, vec![0]));
+        old.push((999, vec![0]));
+        assert!(matches!(
+            check_applied(migrator, &old),
+            Err(StoreError::PreRelease { version: 18 })
+        ));
+        // A version of the pre-release range this binary does not have.
+        let mut gap = current.clone();
+        gap.push((latest + 1, vec![0]));
+        assert!(matches!(
+            check_applied(migrator, &gap),
+            Err(StoreError::PreRelease { version }) if version == latest + 1
+        ));
+        // Beyond the pre-release range: a newer release.
+        let mut newer = current.clone();
+        newer.push((45, vec![0]));
+        assert!(matches!(
+            check_applied(migrator, &newer),
+            Err(StoreError::NewerSchema { database: 45, binary }) if binary == latest
+        ));
+        // The seed's checksum is not ours to judge: sqlx reports it.
+        let mut seed = current;
+        seed[0].1 = vec![0];
+        assert!(check_applied(migrator, &seed).is_ok());
     }
 
     #[test]

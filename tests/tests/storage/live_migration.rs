@@ -114,7 +114,7 @@ async fn live_migration(rows: i64) {
     )
     .await;
     assert_eq!(rewritten, 0, "no history row was rewritten");
-    // 043's trigger listed the sessions of the inserts meanwhile, 044 those
+    // 018's trigger listed the sessions of the inserts meanwhile, 024 those
     // of the history; each at its first link.
     let listed = scalar(store, "SELECT COUNT(*) FROM nomos_sessions").await;
     let sessions = scalar(
@@ -217,12 +217,13 @@ async fn assert_schema_complete(store: &Store) {
     assert_eq!(unvalidated, 0, "a check was left NOT VALID");
 }
 
-/// How long each migration touching the link table took, as sqlx recorded.
+/// How long each migration after the seed's took (every one touches the
+/// link table), as sqlx recorded.
 async fn step_times(store: &Store) -> String {
     let pool = store.pg_pool().expect("PostgreSQL");
     let rows: Vec<(i64, i64)> = sqlx::query_as(
         "SELECT version, execution_time FROM _sqlx_migrations \
-         WHERE version = 18 OR version >= 30 ORDER BY version",
+         WHERE version >= 18 ORDER BY version",
     )
     .fetch_all(pool)
     .await
@@ -373,7 +374,8 @@ async fn an_index_left_invalid_by_an_interrupted_build_is_rebuilt() {
     };
     let store = &db.store;
     store.migrate().await.expect("migrate");
-    store.undo_migrations(29).await.expect("undo to 29");
+    // Back to before 019, the first index build.
+    store.undo_migrations(18).await.expect("undo to 18");
     // A failed concurrent build (a unique index over duplicates) leaves
     // the name behind, invalid, as an interrupted one would.
     let failed = store
@@ -409,7 +411,9 @@ async fn the_binary_refuses_a_database_from_a_newer_release() {
     let url = format!("sqlite:{}", dir.path().join("newer.db").display());
     let store = Store::connect(&url).await.expect("connect");
     store.migrate().await.expect("migrate");
-    let newer = LATEST_MIGRATION + 1;
+    // A release's migrations are numbered after the pre-release 018-044
+    // (docs/operations.md, "Migrations").
+    let newer = LATEST_MIGRATION.max(44) + 1;
     store
         .execute_raw(&format!(
             "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
@@ -431,6 +435,62 @@ async fn the_binary_refuses_a_database_from_a_newer_release() {
                 && stderr.contains(&format!("({LATEST_MIGRATION})")),
             "{command}: {stderr}"
         );
+    }
+}
+
+/// The binary refuses a database a pre-release build migrated (its
+/// 018-044, squashed since), on both backends, and says to recreate it
+/// rather than that a newer release made it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_refuses_a_database_from_a_pre_release_build() {
+    let binary = binary();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = format!("sqlite:{}", dir.path().join("pre-release.db").display());
+    let store = Store::connect(&sqlite).await.expect("connect");
+    let postgres = empty_postgres().await;
+    let mut urls = vec![(store, sqlite, "X'00'")];
+    if let Some(db) = &postgres {
+        urls.push((db.store.clone(), db.url.clone(), "decode('00', 'hex')"));
+    }
+    for (store, url, checksum) in urls {
+        store.migrate().await.expect("migrate");
+        // What a pre-release build recorded: its own 018-044.
+        store
+            .execute_raw("DELETE FROM _sqlx_migrations WHERE version > 17")
+            .await
+            .expect("forget this binary's migrations");
+        for version in 18..=44 {
+            store
+                .execute_raw(&format!(
+                    "INSERT INTO _sqlx_migrations \
+                     (version, description, success, checksum, execution_time) \
+                     VALUES ({version}, 'pre-release', TRUE, {checksum}, 0)"
+                ))
+                .await
+                .expect("record a pre-release migration");
+        }
+        if store.backend() == Backend::Sqlite {
+            store.close().await;
+        }
+        for command in ["migrate", "status"] {
+            let output = std::process::Command::new(&binary)
+                .args([command, "--database-url", &url])
+                .env_remove("DATABASE_URL")
+                .output()
+                .unwrap_or_else(|e| panic!("run {command}: {e}"));
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!output.status.success(), "{command} should refuse");
+            assert!(
+                stderr.contains("migration 18 of a pre-release")
+                    && stderr.contains("Recreate the database")
+                    && !stderr.contains("newer"),
+                "{:?} {command}: {stderr}",
+                store.backend()
+            );
+        }
+    }
+    if let Some(db) = postgres {
+        db.cleanup().await;
     }
 }
 

@@ -1,6 +1,7 @@
 //! Migrations: every version has a down script, up/down/up round trips,
-//! a database migrated by a newer release is refused, and history settled
-//! before migration 018 reads as continued (it is not backfilled).
+//! a database migrated by a newer release or by a pre-release build is
+//! refused, and history settled before migration 018 reads as continued (it
+//! is not backfilled).
 
 use nomos_continue::store::{Backend, LinkState, Settlement, Store, StoreError};
 use nomos_continue_tests::db::LATEST_MIGRATION;
@@ -8,7 +9,7 @@ use uuid::Uuid;
 
 use super::{at, planned, ready_session};
 
-const NOMOS_TABLES: [&str; 12] = [
+const NOMOS_TABLES: [&str; 16] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
@@ -18,7 +19,11 @@ const NOMOS_TABLES: [&str; 12] = [
     "nomos_plan_executions",
     "nomos_policy_activations",
     "nomos_policy_active",
+    "nomos_policy_decisions",
+    "nomos_policy_disagreements",
     "nomos_policy_revisions",
+    "nomos_policy_shadow",
+    "nomos_sessions",
     "nomos_status_classes",
     "nomos_workers",
 ];
@@ -50,19 +55,14 @@ pub async fn migrations_up_down_up(store: Store) {
     assert_eq!(store.applied_migrations().await.unwrap(), ups);
     assert_eq!(ours(&store).await, NOMOS_TABLES);
 
-    store.undo_migrations(20).await.expect("undo to 20");
-    assert_eq!(
-        store.applied_migrations().await.unwrap(),
-        vec![17, 18, 19, 20]
-    );
-    assert_eq!(
-        ours(&store).await,
-        [
-            "nomos_assent_windows",
-            "nomos_deliveries",
-            "nomos_plan_executions"
-        ]
-    );
+    // 018 creates every table; the later migrations only index, validate
+    // and fill.
+    store.undo_migrations(18).await.expect("undo to 18");
+    assert_eq!(store.applied_migrations().await.unwrap(), vec![17, 18]);
+    assert_eq!(ours(&store).await, NOMOS_TABLES);
+    store.undo_migrations(17).await.expect("undo to 17");
+    assert_eq!(store.applied_migrations().await.unwrap(), vec![17]);
+    assert_eq!(ours(&store).await, ["nomos_plan_executions"]);
 
     store.undo_migrations(0).await.expect("undo all");
     assert!(store.applied_migrations().await.unwrap().is_empty());
@@ -107,6 +107,71 @@ pub async fn a_newer_database_is_refused(store: Store) {
     assert!(
         message.contains("999") && message.contains(&LATEST_MIGRATION.to_string()),
         "{message}"
+    );
+}
+
+/// Records `rows` in `_sqlx_migrations` as applied, each with a checksum
+/// that is no text's of this binary.
+async fn record_applied(store: &Store, rows: impl IntoIterator<Item = (i64, &str)>) {
+    let checksum = match store.backend() {
+        Backend::Postgres => "decode('00', 'hex')",
+        Backend::Sqlite => "X'00'",
+    };
+    for (version, description) in rows {
+        store
+            .execute_raw(&format!(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                 VALUES ({version}, '{description}', TRUE, {checksum}, 0)"
+            ))
+            .await
+            .expect("record a migration");
+    }
+}
+
+/// A database as a pre-release build left it: its own 018-044 recorded (the
+/// texts squashed since, so other checksums). Refused, naming the first one
+/// and saying to recreate the database, not that a newer release made it.
+pub async fn a_pre_release_database_is_refused(store: Store) {
+    store
+        .execute_raw("DELETE FROM _sqlx_migrations WHERE version > 17")
+        .await
+        .expect("forget this binary's migrations");
+    record_applied(&store, (18..=44).map(|v| (v, "pre-release"))).await;
+    let err = store
+        .migrate()
+        .await
+        .expect_err("a pre-release schema is refused");
+    assert!(
+        matches!(err, StoreError::PreRelease { version: 18 }),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("migration 18")
+            && message.contains("pre-release")
+            && message.contains("Recreate the database")
+            && !message.contains("newer"),
+        "{message}"
+    );
+    // Refused before anything ran: the records are as they were.
+    assert_eq!(
+        store.applied_migrations().await.unwrap(),
+        (17..=44).collect::<Vec<_>>()
+    );
+}
+
+/// This binary's migrations all applied, plus a version of the pre-release
+/// range it does not have: only a pre-release build wrote that one.
+pub async fn a_pre_release_version_beyond_the_squash_is_refused(store: Store) {
+    let stray = LATEST_MIGRATION + 1;
+    record_applied(&store, [(stray, "pre-release")]).await;
+    let err = store
+        .migrate()
+        .await
+        .expect_err("a pre-release version is refused");
+    assert!(
+        matches!(err, StoreError::PreRelease { version } if version == stray),
+        "{err:?}"
     );
 }
 

@@ -1,2 +1,0 @@
--- Reverses 020.
-DROP TABLE IF EXISTS nomos_deliveries;

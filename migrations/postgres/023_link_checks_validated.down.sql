@@ -1,0 +1,2 @@
+-- Reverses 023: nothing to do. A validated constraint constrains exactly what
+-- the NOT VALID one did for new rows; 018's down script drops both.

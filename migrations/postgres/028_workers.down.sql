@@ -1,2 +1,0 @@
--- Reverses 028.
-DROP TABLE IF EXISTS nomos_workers;

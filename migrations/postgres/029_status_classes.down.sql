@@ -1,2 +1,0 @@
--- Reverses 029.
-DROP TABLE IF EXISTS nomos_status_classes;

@@ -1,3 +1,0 @@
--- no-transaction
--- Reverses 032 without blocking writes to the link table.
-DROP INDEX CONCURRENTLY IF EXISTS idx_nomos_plan_exec_delivery;

@@ -1,2 +1,0 @@
--- Reverses 033: nothing to do. A validated constraint constrains exactly what
--- the NOT VALID one did for new rows; 018's down script drops both.

@@ -1,3 +1,0 @@
--- no-transaction
--- Reverses 038 without blocking writes to the ledger.
-DROP INDEX CONCURRENTLY IF EXISTS idx_nomos_deliveries_due;

@@ -1,4 +1,0 @@
--- no-transaction
--- Reverses 044: its rows go with 043's table; a session listed by a
--- trigger cannot be told from one listed here, so none is removed.
-SELECT 1;

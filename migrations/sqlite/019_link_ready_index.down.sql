@@ -1,0 +1,2 @@
+-- Reverses 019.
+DROP INDEX IF EXISTS idx_nomos_plan_exec_ready;

@@ -1,0 +1,2 @@
+-- Reverses 020.
+DROP INDEX IF EXISTS idx_nomos_plan_exec_session;

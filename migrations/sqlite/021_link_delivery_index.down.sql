@@ -1,0 +1,2 @@
+-- Reverses 021.
+DROP INDEX IF EXISTS idx_nomos_plan_exec_delivery;

@@ -1,2 +1,0 @@
--- Reverses 022.
-DROP TABLE IF EXISTS nomos_chat_turns;

@@ -1,0 +1,2 @@
+-- Reverses 022.
+DROP INDEX IF EXISTS idx_nomos_plan_exec_unparked;

@@ -1,0 +1,1 @@
+-- Reverses 023: nothing to do (see the up script).

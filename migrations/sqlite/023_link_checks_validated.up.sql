@@ -1,0 +1,4 @@
+-- 023_link_checks_validated (SQLite mirror): nothing to do, and only a
+-- comment (which sqlx runs as an empty batch) so both backends keep the same
+-- versions. SQLite checked outcome's column constraint when 018 added it and
+-- has no NOT VALID constraints to validate.

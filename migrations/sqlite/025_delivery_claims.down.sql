@@ -1,1 +1,0 @@
-ALTER TABLE nomos_deliveries DROP COLUMN claims;

@@ -1,2 +1,0 @@
--- Reverses 030.
-DROP INDEX IF EXISTS idx_nomos_plan_exec_ready;

@@ -1,2 +1,0 @@
--- Reverses 032.
-DROP INDEX IF EXISTS idx_nomos_plan_exec_delivery;

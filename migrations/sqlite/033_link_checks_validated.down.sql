@@ -1,1 +1,0 @@
--- Reverses 033: nothing to do (see the up script).

@@ -1,5 +1,0 @@
--- 033_link_checks_validated (SQLite mirror): nothing to do, and only a
--- comment (which sqlx runs as an empty batch) so both backends keep the same
--- versions. SQLite checked outcome's column constraint when 018 added it and
--- cannot add the table-level settled check without rebuilding the table;
--- the store writes continued_at and outcome together on both backends.

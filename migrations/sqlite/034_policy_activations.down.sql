@@ -1,2 +1,0 @@
--- Reverses 034.
-DROP TABLE IF EXISTS nomos_policy_activations;

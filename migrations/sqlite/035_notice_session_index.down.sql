@@ -1,2 +1,0 @@
--- Reverses 035.
-DROP INDEX IF EXISTS idx_nomos_notices_session;

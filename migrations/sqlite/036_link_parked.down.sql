@@ -1,2 +1,0 @@
--- Reverses 036.
-ALTER TABLE nomos_plan_executions DROP COLUMN parked;

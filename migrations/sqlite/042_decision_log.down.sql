@@ -1,2 +1,0 @@
--- Reverses 042.
-DROP TABLE IF EXISTS nomos_policy_decisions;
