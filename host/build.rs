@@ -85,7 +85,7 @@ fn main() {
 const MIGRATION_DIRS: [(&str, &str); 2] = [("POSTGRES", "postgres"), ("SQLITE", "sqlite")];
 
 /// Writes `migrations.rs`: for each backend a `&[Embedded]` constant
-/// (`POSTGRES`, `SQLITE`; the struct is `host/src/store/migrate.rs`'s) with
+/// (`POSTGRES`, `SQLITE`; the struct is `host/src/store/migrate`'s) with
 /// every migration file of its folder, named as sqlx names them:
 /// `<version>_<description>.up.sql` / `.down.sql`, the description with `_`
 /// read as a space, and a file whose first line is `-- no-transaction` run

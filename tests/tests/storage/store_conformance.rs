@@ -30,7 +30,7 @@ nomos_continue_tests::on_both_stores! {
     migrations::migrations_up_down_up => migrations_up_down_up,
     migrations::a_newer_database_is_refused => a_newer_database_is_refused,
     migrations::a_pre_release_database_is_refused => a_pre_release_database_is_refused,
-    migrations::a_pre_release_version_beyond_the_squash_is_refused => a_pre_release_version_beyond_the_squash_is_refused,
+    migrations::the_next_version_is_a_newer_release => the_next_version_is_a_newer_release,
     migrations::history_settled_before_018_reads_as_continued => history_settled_before_018_reads_as_continued,
     misc::malformed_input_is_typed => malformed_input_is_typed,
     misc::unknown_session_is_empty => unknown_session_is_empty,

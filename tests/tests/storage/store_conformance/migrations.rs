@@ -160,17 +160,18 @@ pub async fn a_pre_release_database_is_refused(store: Store) {
     );
 }
 
-/// This binary's migrations all applied, plus a version of the pre-release
-/// range it does not have: only a pre-release build wrote that one.
-pub async fn a_pre_release_version_beyond_the_squash_is_refused(store: Store) {
-    let stray = LATEST_MIGRATION + 1;
-    record_applied(&store, [(stray, "pre-release")]).await;
+/// This binary's migrations all applied, plus the next version: a newer
+/// release wrote it (releases number on after the squash, from 025), so the
+/// database is not called pre-release.
+pub async fn the_next_version_is_a_newer_release(store: Store) {
+    let next = LATEST_MIGRATION + 1;
+    record_applied(&store, [(next, "from a newer release")]).await;
     let err = store
         .migrate()
         .await
-        .expect_err("a pre-release version is refused");
+        .expect_err("a newer schema is refused");
     assert!(
-        matches!(err, StoreError::PreRelease { version } if version == stray),
+        matches!(err, StoreError::NewerSchema { database, .. } if database == next),
         "{err:?}"
     );
 }

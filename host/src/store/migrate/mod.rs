@@ -33,8 +33,7 @@
 //!   "previously applied but is missing".
 //! - **A pre-release schema.** The migrations 018-044 of the builds before
 //!   the first release were squashed into 018-024. A database that applied
-//!   any of them (an applied version whose checksum is not this binary's, or
-//!   a version of that range this binary does not have) is refused
+//!   them (its 018's checksum is not this binary's) is refused
 //!   ([`StoreError::PreRelease`]): it must be recreated.
 //!
 //! The migrations are embedded by `host/build.rs`, which lists every file of
@@ -105,9 +104,10 @@ fn migrator(files: &[Embedded]) -> Migrator {
 }
 
 /// The versions the pre-release builds used: their 018-044, squashed into
-/// 018-024 before the first release. Versions after the squashed set are
-/// numbered from 045 on, so a version of this range that this binary does
-/// not have can only come from a pre-release build.
+/// 018-024 before the first release. Every such database recorded its own
+/// 018, whose checksum is not this build's: that names it. (A version of the
+/// range this binary does not have names nothing: the releases after it
+/// number on from 025.)
 const PRE_RELEASE: RangeInclusive<i64> = 18..=44;
 
 /// How many times [`Store::migrate`] runs the migrations when one of them
@@ -391,7 +391,7 @@ fn check_applied(migrator: &Migrator, applied: &[(i64, Vec<u8>)]) -> Result<()> 
         let pre_release = PRE_RELEASE.contains(version)
             && ups()
                 .find(|m| m.version == *version)
-                .is_none_or(|known| *known.checksum != **checksum);
+                .is_some_and(|known| *known.checksum != **checksum);
         if pre_release {
             return Err(StoreError::PreRelease { version: *version });
         }
@@ -418,132 +418,4 @@ fn is_lock_timeout(e: &sqlx::Error) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use sqlx::migrate::Migrator;
-
-    use super::{check_applied, names, PG_MIGRATOR, SQLITE_MIGRATOR};
-    use crate::store::StoreError;
-
-    /// SHA-384 of `017_nomos_plan_executions.up.sql`, as `sqlx::migrate!`
-    /// recorded it on every database migrated so far: the seed's text and
-    /// its checksum never change.
-    const SEED_CHECKSUMS: [(&str, &str); 2] = [
-        (
-            "postgres",
-            "61b0bd7e1779d916bf28d01ce2b1c5d1dff5a08c4bff44ef645c0a43e40f4cf215414a3f73a5bb98571c3bf0b3eeb17e",
-        ),
-        (
-            "sqlite",
-            "10b2323d4a1445b31a4123ddd6c326ac38613e924ff42dc184d6a9e86ac5f40ce46950ce5487cb091f1588952dada879",
-        ),
-    ];
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    fn migrators() -> [(&'static str, &'static Migrator); 2] {
-        [("postgres", &PG_MIGRATOR), ("sqlite", &SQLITE_MIGRATOR)]
-    }
-
-    #[test]
-    fn the_embedded_migrations_are_what_sqlx_reads_from_the_folders() {
-        for (folder, migrator) in migrators() {
-            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../migrations")
-                .join(folder);
-            let key = |m: &sqlx::migrate::Migration| {
-                (
-                    m.version,
-                    m.migration_type.is_up_migration(),
-                    m.description.to_string(),
-                    hex(&m.checksum),
-                    m.no_tx,
-                )
-            };
-            let mut read: Vec<_> = sqlx::migrate::resolve_blocking(&dir)
-                .expect("sqlx reads the folder")
-                .iter()
-                .map(|(m, _)| key(m))
-                .collect();
-            read.sort();
-            let mut embedded: Vec<_> = migrator.iter().map(key).collect();
-            embedded.sort();
-            assert_eq!(embedded, read, "{folder}");
-            assert!(migrator.locking && !migrator.ignore_missing && !migrator.no_tx);
-        }
-    }
-
-    #[test]
-    fn the_seed_keeps_its_checksum() {
-        for ((folder, migrator), (expected_folder, checksum)) in
-            migrators().into_iter().zip(SEED_CHECKSUMS)
-        {
-            assert_eq!(folder, expected_folder);
-            let seed = migrator
-                .iter()
-                .find(|m| m.version == 17 && m.migration_type.is_up_migration())
-                .expect("017");
-            assert_eq!(hex(&seed.checksum), checksum, "{folder}");
-        }
-    }
-
-    #[test]
-    fn pre_release_and_newer_versions_are_told_apart() {
-        let migrator = &*PG_MIGRATOR;
-        let checksum = |v: i64| {
-            migrator
-                .iter()
-                .find(|m| m.version == v && m.migration_type.is_up_migration())
-                .map(|m| m.checksum.to_vec())
-                .expect("a known version")
-        };
-        let latest = migrator.iter().map(|m| m.version).max().expect("latest");
-        let current: Vec<(i64, Vec<u8>)> = (17..=latest).map(|v| (v, checksum(v))).collect();
-        assert!(check_applied(migrator, &current).is_ok());
-        assert!(check_applied(migrator, &[]).is_ok());
-
-        // A pre-release 018 (another text), with or without its later versions.
-        let mut old = current.clone();
-        old[1].1 = vec![0];
-        assert!(matches!(
-            check_applied(migrator, &old),
-            Err(StoreError::PreRelease { version: 18 })
-        ));
-        old.push((44, vec![0]));
-        old.push((999, vec![0]));
-        assert!(matches!(
-            check_applied(migrator, &old),
-            Err(StoreError::PreRelease { version: 18 })
-        ));
-        // A version of the pre-release range this binary does not have.
-        let mut gap = current.clone();
-        gap.push((latest + 1, vec![0]));
-        assert!(matches!(
-            check_applied(migrator, &gap),
-            Err(StoreError::PreRelease { version }) if version == latest + 1
-        ));
-        // Beyond the pre-release range: a newer release.
-        let mut newer = current.clone();
-        newer.push((45, vec![0]));
-        assert!(matches!(
-            check_applied(migrator, &newer),
-            Err(StoreError::NewerSchema { database: 45, binary }) if binary == latest
-        ));
-        // The seed's checksum is not ours to judge: sqlx reports it.
-        let mut seed = current;
-        seed[0].1 = vec![0];
-        assert!(check_applied(migrator, &seed).is_ok());
-    }
-
-    #[test]
-    fn an_index_is_named_as_a_whole_word() {
-        let sql = "CREATE INDEX CONCURRENTLY IF NOT EXISTS idx_a\n ON t (x);";
-        assert!(names(sql, "idx_a"));
-        assert!(names(sql, "IDX_A"));
-        assert!(!names(sql, "idx"));
-        assert!(!names(sql, "idx_a2"));
-    }
-}
+mod tests;
