@@ -3,7 +3,7 @@
 //! alone, and the wall time of activating a revision: one never seen
 //! before (compiled) and one compiled before (kept).
 //!
-//! `cargo bench -p nomos-continue --bench policy -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p nomos-continue --features test-support --bench policy -- --warm-up-time 1 --measurement-time 3`
 //! (figures in BENCHMARKS.md). The same logic as a native call, which these
 //! are compared with, is measured where the guest crate is a dependency:
 //! `cargo bench -p nomos-continue-tests --bench native_decide` (the host

@@ -2,8 +2,8 @@
 //! table grows? (BENCHMARKS.md, "Claim query vs history size".)
 //!
 //! ```text
-//! cargo run --release -p nomos-continue --example claim_bench -- --rows 10000
-//! cargo run --release -p nomos-continue --example claim_bench -- --rows 10000000
+//! cargo run --release -p nomos-continue --features test-support --example claim_bench -- --rows 10000
+//! cargo run --release -p nomos-continue --features test-support --example claim_bench -- --rows 10000000
 //! ```
 //!
 //! Options: `--rows N` settled (continued) links of history, `--pending N`

@@ -4,7 +4,7 @@
 //! on PostgreSQL over loopback HTTP, as the browser's script fetches it.
 //!
 //! ```text
-//! cargo build --release -p nomos-continue --example console_bench
+//! cargo build --release -p nomos-continue --features test-support --example console_bench
 //! target/release/examples/console_bench [--sessions 10000] [--executions 5000] \
 //!     [--running 10000] [--text-chars 0] [--samples 20] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
 //! ```

@@ -4,7 +4,7 @@
 //! hot swap (BENCHMARKS.md, "Policies in other languages").
 //!
 //! ```text
-//! cargo run --release -p nomos-continue --example languages -- \
+//! cargo run --release -p nomos-continue --features test-support --example languages -- \
 //!     python=guest/python/policy.wasm js=guest/js/policy.wasm
 //! ```
 //!

@@ -11,7 +11,7 @@
 //! a swap back does). With `fresh`, every swap is a revision never seen
 //! before, so every swap compiles under load.
 //!
-//! `cargo run --release -p nomos-continue --example swap_under_load [SWAPS] [CALLERS] [fresh]`
+//! `cargo run --release -p nomos-continue --features test-support --example swap_under_load [SWAPS] [CALLERS] [fresh]`
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

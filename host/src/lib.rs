@@ -38,8 +38,8 @@
 //!   the policy once and kept in the store.
 //! - `store`: every SQL query, for PostgreSQL and the embedded SQLite
 //!   default, grouped by table and by reader, and the migrations.
-//! - `agent`: the [`Agent`] trait the runtime implements and the webhook
-//!   and `chatWith` adapters (with `chatWith`'s history in the store).
+//! - `agent`: the [`Agent`] trait the runtime implements and the webhook,
+//!   `chatWith` (its history in the store) and stdout adapters.
 //! - `worker`: the continuation worker: a planner that writes
 //!   continuations and a deliverer that calls the agent, and its wake-ups.
 //! - `maintenance`: the rescuer (expired leases) and the decision log's

@@ -19,7 +19,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run the worker, the rescuer, the policy watchers and the HTTP API.
+    /// Run the worker, the rescuer, the decision log's retention, the policy
+    /// watchers and the HTTP API.
     // Boxed: the flags make this variant far larger than the others.
     Serve(Box<ServeArgs>),
     /// Replay the seed's scenario end to end on a throwaway SQLite file:

@@ -15,7 +15,7 @@ pub use history::StoreHistory;
 pub use log::LogAgent;
 pub use webhook::{WebhookAgent, WebhookConfig};
 
-/// Re-exported so a runtime implementing [`Agent`] or [`ChatHistory`] uses
+/// Re-exported so a runtime implementing [`Agent`] or `ChatHistory` uses
 /// the same macro version as this crate without a dependency of its own.
 pub use async_trait::async_trait;
 use serde::Serialize;

@@ -1,6 +1,6 @@
 //! `nomos-continue policy keygen|sign`: the operator's half of signed
 //! revisions (the server's half is `serve --policy-verify-key`). The file
-//! formats are described in [`crate::signing`].
+//! formats are described in `crate::signing`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -4,7 +4,7 @@
 //! reports), then a page of its ledger and of its notices.
 //!
 //! Long texts (results, inputs, notes) arrive cut by the store (see
-//! `store::timeline`); a page says how much it left out.
+//! `store::read::timeline`); a page says how much it left out.
 
 use std::collections::BTreeSet;
 

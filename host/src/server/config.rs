@@ -62,7 +62,7 @@ pub struct ServeConfig {
     pub policy: Option<PathBuf>,
     /// Public key files (`policy keygen`'s `.pub`): every revision but the
     /// built-in one must be signed by one of their keys, whatever its
-    /// source (see [`crate::deploy`]); two while a key is rotated; none
+    /// source (see `deploy`); two while a key is rotated; none
     /// checks no signatures.
     pub policy_verify_keys: Vec<PathBuf>,
     /// The worker's settings.

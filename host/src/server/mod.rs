@@ -1,5 +1,6 @@
-//! The one assembly of the system: the worker, the rescuer, the policy
-//! watchers, the worker registration and the API, wired over one store,
+//! The one assembly of the system: the worker, the rescuer, the decision
+//! log's retention, the policy watchers, the worker registration and the
+//! API, wired over one store,
 //! one policy runtime and one clock, until a shutdown token is cancelled.
 //!
 //! `nomos-continue serve` calls [`serve`]; the demo and the tests build a

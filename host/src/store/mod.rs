@@ -124,7 +124,7 @@ pub const MAX_WINDOW: Duration = Duration::minutes(30);
 #[derive(Debug, Error)]
 pub enum StoreError {
     /// A string that should have been a UUID was not (the parse boundary is
-    /// [`parse_uuid`]).
+    /// `parse_uuid`).
     #[error("malformed UUID: {0:?}")]
     InvalidUuid(String),
     /// The database URL names no supported backend. Only the scheme is kept,
@@ -142,10 +142,10 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
-    /// An approval for zero, negative or more than [`MAX_WINDOW`] time.
+    /// An approval for zero, negative or more than `MAX_WINDOW` (30 minutes) time.
     #[error("approval duration must be > 0 and <= 30 minutes, got {0}")]
     InvalidDuration(Duration),
-    /// [`Store::activate_policy`] with a hash that was never saved.
+    /// `Store::activate_policy` with a hash that was never saved.
     #[error("unknown policy revision {0}")]
     UnknownPolicy(String),
     /// A stored value outside the domain the migrations allow (for example a
@@ -209,7 +209,7 @@ pub enum StoreError {
 /// Shorthand used throughout the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Which database a [`Store`] talks to.
+/// Which database a store talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// PostgreSQL: production, many replicas, `FOR UPDATE SKIP LOCKED`, NOTIFY.

@@ -1,7 +1,7 @@
 //! How a [`Worker`] is put together: three parts it cannot run without,
-//! and the rest with defaults a test or an embedding may replace.
+//! and the rest with defaults the assembly (`server`) or a test replaces.
 //!
-//! Why a builder: the worker has six parts, and positional arguments of
+//! Why a builder: the worker has seven parts, and positional arguments of
 //! which four are `Arc`s read the same at every call site.
 
 use std::sync::Arc;

@@ -181,7 +181,7 @@ impl Journal {
     }
 }
 
-/// The log entries of a retry's re-decision (see `Worker::redecide`): when
+/// The log entries of a retry's re-decision (see `Deliverer::redecide`): when
 /// the policy drops any execution the delivery ends, so every entry is
 /// `dropped` with that reason; otherwise the retry goes on under the
 /// delivery's key (a policy failure does not stop it either).

@@ -1,6 +1,7 @@
 //! The continuation worker: the system's event loop for asynchronous tools.
 //!
-//! One pass ([`Worker::run_once`]) has two steps:
+//! One pass (of [`Worker::run`]'s loop; tests call `run_once`) has two
+//! steps:
 //!
 //! 1. **Plan** (`plan`): read the links whose execution has reported, ask
 //!    the policy for decisions in one batch, and for each session either
@@ -120,7 +121,7 @@ pub struct WorkerConfig {
     /// finish together.
     pub pass_result_bytes: usize,
     /// Record every decision in the store's decision log (see
-    /// [`Store::record_decisions`]), for `policy replay` and `policy
+    /// `Store::record_decisions`), for `policy replay` and `policy
     /// capture`.
     pub log_decisions: bool,
 }
@@ -177,9 +178,9 @@ pub struct TickReport {
     pub deliver: DeliverReport,
 }
 
-/// The continuation worker: a [`Planner`](plan) that writes continuations
-/// and claims them, and a [`Deliverer`](deliver) that calls the agent with
-/// what was claimed. Cheap to clone; clones share everything.
+/// The continuation worker: a planner (`plan::Planner`) that writes
+/// continuations and claims them, and a deliverer (`deliver::Deliverer`)
+/// that calls the agent with what was claimed. Cheap to clone; clones share everything.
 #[derive(Clone)]
 pub struct Worker {
     planner: plan::Planner,

@@ -2,7 +2,7 @@
 //! (`nomos_continue_tests::sim`), on both stores, for a fixed set of seeds:
 //! every promise (P1–P6) must hold after every seed. A failing seed is named
 //! in the panic; rerun it alone with `SIM_SEED=<seed>`, and see the random
-//! search in `cargo run --release --example soak -- --minutes 10`.
+//! search in `cargo run --release -p nomos-continue-tests --example soak -- --minutes 10`.
 
 use std::sync::{Arc, OnceLock};
 

@@ -23,7 +23,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use uuid::Uuid;
 
-
 /// A running `nomos-continue serve`; dropping it kills the process, and a
 /// panicking test prints its stderr.
 struct Serve {

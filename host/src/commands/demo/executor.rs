@@ -1,6 +1,6 @@
 //! A simulated executor: the asynchronous side of a tool such as
 //! `pct_create`. Starting a step answers at once with "running, execution
-//! <id>"; the work finishes later in the background and the result is
+//! ID"; the work finishes later in the background and the result is
 //! reported to nomos-continue through its API, as a runtime would.
 
 use std::collections::HashMap;

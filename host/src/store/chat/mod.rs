@@ -11,7 +11,7 @@ use crate::store::dialect::{query, trunc};
 use crate::store::types::{Role, Turn};
 use crate::store::{Result, Store};
 
-/// The columns [`decode::turn`] reads; shared with `chat_history`.
+/// The columns [`decode::turn`] reads; shared with `history`.
 pub(in crate::store) const TURN_COLS: &str =
     "id, session_id, role, content, idempotency_key, created_at";
 

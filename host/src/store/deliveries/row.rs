@@ -62,7 +62,7 @@ pub struct Delivery {
 }
 
 /// So a page of deliveries and a page of deliveries with more read beside
-/// them share one keyset query (see `summary::ledger_page`).
+/// them share one keyset query (see `read::session::ledger_page`).
 impl AsRef<Delivery> for Delivery {
     fn as_ref(&self) -> &Delivery {
         self

@@ -33,7 +33,7 @@ pub(crate) const LINK_COLS: &str = concat!(
 );
 
 /// Pending-links query columns (alias `l` / `e`), with the fallbacks for a
-/// runtime's own `executions` relation (see [`Store::pending_links_ready`]).
+/// runtime's own `executions` relation (see [`Store::poll_links`]).
 macro_rules! ready_cols {
     () => {
         "l.execution_id, l.session_id, l.created_at, \
@@ -155,13 +155,24 @@ impl Store {
         Ok(out)
     }
 
+    /// [`Store::poll_links`] sweeping: every ready link, parked or not.
     #[cfg(feature = "test-support")]
-    /// The worker's poll: links neither settled nor planned whose execution
+    pub async fn pending_links_ready(
+        &self,
+        after: Option<PendingCursor>,
+        limit: i64,
+        revision: &str,
+    ) -> Result<Vec<ReadyLink>> {
+        self.poll_links(Poll::Sweep, after, limit, revision).await
+    }
+
+    /// The worker's poll of the links `poll` names (parked ones too on a
+    /// sweep): links neither settled nor planned whose execution
     /// has reported (a row in `executions` with a status), joined with that
     /// row, in link order `(created_at, execution_id)`, at most `limit`.
     ///
     /// Served by the partial index `idx_nomos_plan_exec_ready` (migration
-    /// 030: same predicate, read in order), so its cost depends on `limit`
+    /// 019: same predicate, read in order), so its cost depends on `limit`
     /// and on the links still running, not on history (see BENCHMARKS.md).
     /// Links whose status `revision` (the active policy revision) has
     /// classified as running are left out, so they can never starve a
@@ -177,16 +188,6 @@ impl Store {
     /// the read goes on after the skipped rows until `limit` rows decoded or
     /// the links ran out, so a short page still means "no more" and the
     /// worker neither stops paging early nor reads the same rows again.
-    pub async fn pending_links_ready(
-        &self,
-        after: Option<PendingCursor>,
-        limit: i64,
-        revision: &str,
-    ) -> Result<Vec<ReadyLink>> {
-        self.poll_links(Poll::Sweep, after, limit, revision).await
-    }
-
-    /// [`Store::pending_links_ready`], reading the links `poll` names.
     pub async fn poll_links(
         &self,
         poll: Poll,

@@ -33,8 +33,9 @@
 //!   "previously applied but is missing".
 //! - **A pre-release schema.** The migrations 018-044 of the builds before
 //!   the first release were squashed into 018-024. A database that applied
-//!   them (its 018's checksum is not this binary's) is refused
-//!   ([`StoreError::PreRelease`]): it must be recreated.
+//!   them (a recorded 018-024 whose checksum is not this binary's; every
+//!   such database has its own 018) is refused ([`StoreError::PreRelease`]):
+//!   it must be recreated.
 //!
 //! The migrations are embedded by `host/build.rs`, which lists every file of
 //! `migrations/<backend>` in OUT_DIR; [`Migration::new`] computes each
@@ -104,10 +105,10 @@ fn migrator(files: &[Embedded]) -> Migrator {
 }
 
 /// The versions the pre-release builds used: their 018-044, squashed into
-/// 018-024 before the first release. Every such database recorded its own
-/// 018, whose checksum is not this build's: that names it. (A version of the
-/// range this binary does not have names nothing: the releases after it
-/// number on from 025.)
+/// 018-024 before the first release. A recorded version of 018-024 whose
+/// checksum is not this build's names a pre-release database (every one
+/// recorded its own 018). A version this binary does not have names
+/// nothing: the releases after it number on from 025.
 const PRE_RELEASE: RangeInclusive<i64> = 18..=44;
 
 /// How many times [`Store::migrate`] runs the migrations when one of them
@@ -152,7 +153,7 @@ impl Store {
     }
 
     /// Applies every pending migration (`nomos-continue migrate`, and `serve`,
-    /// `status` and `demo` at start). Idempotent; the migrator records
+    /// `status`, `policy replay`, `policy capture` and `demo` at start). Idempotent; the migrator records
     /// applied versions in `_sqlx_migrations`, exactly as
     /// `sqlx migrate run --source migrations/<backend>` does, so either tool
     /// can be used on the same database. Retries [`LOCK_ATTEMPTS`] times on

@@ -209,7 +209,7 @@ impl Store {
     }
 
     /// The rows are chosen on narrow columns first, so only the page's
-    /// texts are read (as in `timeline`).
+    /// texts are read (as in `read::timeline`).
     async fn disagreement_rows(
         &self,
         cols: &str,

@@ -1,7 +1,7 @@
 //! Sessions a page at a time, newest first, for the console: each with its
 //! window and what is still open in it (executions in flight, deliveries
 //! pending or failed, notices), optionally filtered; and the reads one page
-//! of a session's timeline needs beside `summary`'s lists.
+//! of a session's timeline needs beside `session`'s lists.
 //!
 //! # Why a table of sessions
 //!

@@ -1,4 +1,4 @@
-//! What one page of a session's timeline reads beside `summary`'s lists:
+//! What one page of a session's timeline reads beside `session`'s lists:
 //! its executions, late reports, decisions and continuations, with every
 //! long text cut in SQL (and the cut itself, which the shadow's
 //! disagreements use too).

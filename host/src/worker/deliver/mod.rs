@@ -269,7 +269,7 @@ impl Deliverer {
     }
 
     /// Readies a claimed batch for its calls: the claims no longer held are
-    /// set aside (see [`Worker::still_held`]), and the continuations are
+    /// set aside (see [`Self::still_held`]), and the continuations are
     /// built together (two reads for the batch).
     async fn prepare(
         &self,

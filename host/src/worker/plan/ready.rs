@@ -16,7 +16,7 @@ use crate::worker::WorkerError;
 
 /// Pages of ready links read per pass; the rest wait for the next pass.
 /// Links known to be running are not read (see
-/// [`Store::pending_links_ready`](crate::store::Store::pending_links_ready)),
+/// [`Store::poll_links`](crate::store::Store::poll_links)),
 /// so this bounds finished work per pass, and running executions cannot
 /// starve what finished behind them.
 const MAX_PAGES: usize = 20;

@@ -2,8 +2,8 @@
 //! seeds, alternating SQLite and PostgreSQL, for a number of minutes.
 //!
 //! ```sh
-//! cargo run --release --example soak -- --minutes 10
-//! cargo run --release --example soak -- --seed 42 --runs 1   # one seed again
+//! cargo run --release -p nomos-continue-tests --example soak -- --minutes 10
+//! cargo run --release -p nomos-continue-tests --example soak -- --seed 42 --runs 1   # one seed again
 //! ```
 //!
 //! Prints one line per seed and a summary: seeds, operations, faults
@@ -12,9 +12,6 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`; each run gets a fresh
 //! database, dropped afterwards.
 
-#[path = "../../tests/src/sim/mod.rs"]
-mod sim;
-
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::Store;
+use nomos_continue_tests::sim;
 use rand::Rng;
 use sqlx::{Connection, PgConnection};
 
