@@ -261,7 +261,7 @@ impl Deliverer {
         let budget = chrono::Duration::from_std(self.config.retry_budget)
             .unwrap_or(chrono::Duration::minutes(15));
         let deadline = delivery.first_failed_at.unwrap_or(now) + budget;
-        let wait = crate::worker::backoff(&self.config, delivery.attempts + 1)
+        let wait = crate::worker::backoff(&self.config, delivery.id, delivery.attempts + 1)
             .max(error.retry_after().unwrap_or(Duration::ZERO));
         let next = (now + chrono::Duration::from_std(wait).unwrap_or(budget)).min(deadline);
         let give_up = !error.is_retryable() || now >= deadline;
