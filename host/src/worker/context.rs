@@ -3,7 +3,9 @@
 //!
 //! Why one value: both steps read the same parts, and a part added here is
 //! added to both. What only one step keeps (the planner's sweep state, the
-//! deliverer's claims in flight) stays in that step.
+//! deliverer's claims in flight) stays in that step. Each step derefs to
+//! its context, so a step's code reads `self.store` or `self.clock` without
+//! naming the context at every use.
 
 use std::sync::Arc;
 
