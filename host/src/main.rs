@@ -45,6 +45,9 @@ enum Cmd {
         /// The delivery's id (from `status SESSION` or the notice).
         delivery: String,
     },
+    /// Print the HTTP API's OpenAPI document (what `GET /openapi.json`
+    /// serves; `docs/openapi.json` is this output).
+    Openapi,
     /// Work with continuation policies (WebAssembly components).
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -154,6 +157,7 @@ fn main() -> ExitCode {
             commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Retry { db, delivery } => commands::retry::run(&db.database_url, &delivery),
+        Cmd::Openapi => commands::openapi::run(),
         Cmd::Policy(PolicyCmd::Check { wasm, limits }) => commands::policy::check(&wasm, &limits),
         Cmd::Policy(PolicyCmd::Test {
             wasm,

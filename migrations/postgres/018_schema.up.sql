@@ -198,6 +198,24 @@ CREATE TABLE nomos_notices (
 
 CREATE INDEX idx_nomos_notices_session ON nomos_notices (session_id, id);
 
+-- The answers of the API's writes sent with an `Idempotency-Key` (chat
+-- turns, delivery retries): a retry with the same key and request answers the
+-- first answer (only successes are kept: a failed request leaves no row, so
+-- its retry runs again); the same key with another request (another hash) is
+-- refused. A row with no response is a request still being handled (or one
+-- whose process died: taken over once it is older than a minute). Kept for
+-- at least 24 hours; the retention pass removes older rows.
+CREATE TABLE nomos_idempotency_keys (
+    scope TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    response TEXT,
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (scope, idempotency_key)
+);
+
+CREATE INDEX idx_nomos_idempotency_keys_created ON nomos_idempotency_keys (created_at);
+
 -- Continuation policy revisions and the active one.
 --
 -- A revision is identified by the SHA-256 (lowercase hex) of its WebAssembly

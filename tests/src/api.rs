@@ -53,22 +53,42 @@ impl Answer {
 
     /// Asserts a JSON error: this status, a JSON content type and a
     /// non-empty `"error"` string. Returns the body.
+    /// Asserts an RFC 9457 problem document with `status`: its media
+    /// type, a `urn:nomos-continue:problem:` type, the status repeated, a
+    /// detail and a request id. Answers the body.
     pub fn expect_error(&self, status: u16) -> serde_json::Value {
         assert_eq!(self.status, status, "body: {}", self.text);
-        assert!(
-            self.content_type
-                .as_deref()
-                .is_some_and(|c| c.starts_with("application/json")),
-            "content type {:?} for {}",
-            self.content_type,
+        assert_eq!(
+            self.content_type.as_deref(),
+            Some("application/problem+json"),
+            "content type for {}",
             self.text
         );
         let body = self.json();
         assert!(
-            body["error"].as_str().is_some_and(|e| !e.is_empty()),
-            "no error message: {body}"
+            body["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("urn:nomos-continue:problem:")),
+            "no problem type: {body}"
+        );
+        assert_eq!(body["status"], status, "{body}");
+        assert!(
+            body["detail"].as_str().is_some_and(|e| !e.is_empty()),
+            "no detail: {body}"
+        );
+        assert!(
+            body["request_id"].as_str().is_some_and(|e| !e.is_empty()),
+            "no request id: {body}"
         );
         body
+    }
+
+    /// The problem's type name (the URN's last part), after
+    /// [`Self::expect_error`].
+    pub fn problem(&self, status: u16) -> String {
+        let body = self.expect_error(status);
+        let kind = body["type"].as_str().unwrap_or_default();
+        kind.rsplit(':').next().unwrap_or_default().to_owned()
     }
 }
 

@@ -1,29 +1,67 @@
-//! Operator routes on the ledger.
+//! The ledger's routes: read one delivery, send a failed one again.
 
-use axum::extract::rejection::PathRejection;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::Json;
-use serde_json::{json, Value};
 
 use super::error::{parse_id, ApiError};
+use super::idempotency;
+use super::wire::{Delivery, Problem, RetryResponse};
 use super::AppState;
 use crate::store::RetryOutcome;
 
-/// `POST /v1/deliveries/{id}/retry`: sends a failed delivery (or a
-/// continuation dropped when its window closed) again with the same key.
+/// One delivery; 404 if there is none with this id.
+#[utoipa::path(get, path = "/v1/deliveries/{delivery_id}", tag = "deliveries",
+    params(("delivery_id" = Uuid, Path, description = "The delivery")),
+    responses((status = 200, description = "The delivery", body = Delivery)))]
+pub(super) async fn delivery(
+    State(state): State<AppState>,
+    delivery_id: Result<Path<String>, PathRejection>,
+) -> Result<Json<Delivery>, ApiError> {
+    let id = parse_id("delivery id", &delivery_id?.0)?;
+    match state.store.delivery(id).await? {
+        Some(delivery) => Ok(Json(delivery.into())),
+        None => Err(ApiError::NotFound(format!("no delivery {id}"))),
+    }
+}
+
+/// Sends a failed delivery (or a continuation dropped when its window
+/// closed) again with the same key. With an `Idempotency-Key`, a repeat
+/// answers the first answer rather than a 409 (the delivery is no longer
+/// failed).
+#[utoipa::path(post, path = "/v1/deliveries/{delivery_id}/retry", tag = "deliveries",
+    params(("delivery_id" = Uuid, Path, description = "The delivery"), idempotency::KeyHeader),
+    responses((status = 200, description = "Pending again", body = RetryResponse),
+        (status = 409, description = "The delivery has not ended, or was delivered; or a \
+            request with this Idempotency-Key is still being handled",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The Idempotency-Key was used with another request",
+            body = Problem, content_type = "application/problem+json")))]
 pub(super) async fn retry(
     State(state): State<AppState>,
     delivery_id: Result<Path<String>, PathRejection>,
-) -> Result<Json<Value>, ApiError> {
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
     let id = parse_id("delivery id", &delivery_id?.0)?;
-    let outcome = state.store.retry_delivery(id, state.clock.now()).await?;
-    match outcome {
-        RetryOutcome::Retried(delivery) => {
-            state.store.notify_wake().await?;
-            state.wake.notify_one();
-            Ok(Json(json!({ "delivery": delivery })))
+    let body = state.caps.small.take(body)?;
+    let request = idempotency::Request::new("retry", &id.to_string(), &body, &headers)?;
+    idempotency::once(&state, request, || async {
+        let outcome = state.store.retry_delivery(id, state.clock.now()).await?;
+        match outcome {
+            RetryOutcome::Retried(delivery) => {
+                state.store.notify_wake().await?;
+                state.wake.notify_one();
+                Ok(RetryResponse {
+                    delivery: (*delivery).into(),
+                })
+            }
+            RetryOutcome::NotFound => Err(ApiError::NotFound(outcome.explain(id))),
+            other => Err(ApiError::Conflict(other.explain(id))),
         }
-        RetryOutcome::NotFound => Err(ApiError::NotFound(outcome.explain(id))),
-        other => Err(ApiError::Conflict(other.explain(id))),
-    }
+    })
+    .await
 }

@@ -1,16 +1,19 @@
-//! Every error the API returns: a status and a JSON body `{"error": "…"}`
-//! (plus `"reasons"` for a refused policy, `"limit"` and `"max"` for a
-//! request over a limit). Malformed requests are 4xx, never 500; a 503 is
-//! only for a condition that passes (the database or the policy is
-//! unavailable) and always carries `Retry-After`.
+//! Every error the API returns, as RFC 9457 problem details
+//! (`application/problem+json`, the shape [`Problem`]): a stable `type`
+//! per kind of error, the named limit of a 413, the reasons of a refused
+//! policy. Malformed requests are 4xx, never 500. A 503 is only for a
+//! condition that passes (the database or the policy is unavailable for a
+//! moment) and always carries `Retry-After`; what retrying cannot mend (a
+//! corrupt row, a schema this build cannot use) is a 500. Internal error
+//! text is logged under the request id the body names, never sent.
 
 use axum::extract::rejection::PathRejection;
-use axum::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
 
+use super::request;
+use super::wire::Problem;
 use crate::policy::{PolicyFailure, PolicyTaskFailed};
 use crate::store::StoreError;
 
@@ -48,15 +51,21 @@ pub enum ApiError {
     /// A policy upload that failed its checks; each reason is listed.
     #[error("policy rejected")]
     PolicyRejected(Vec<String>),
+    /// An `Idempotency-Key` sent again with another request (422).
+    #[error("{0}")]
+    KeyReused(String),
     /// The policy could not answer (it trapped or timed out); not the
     /// client's fault, and worth retrying.
     #[error("policy unavailable: {0}")]
     PolicyUnavailable(String),
-    /// The database failed; worth retrying.
+    /// The database failed in a way that passes (a lost connection, a
+    /// full pool, a serialization failure); worth retrying. The text is
+    /// logged, not sent.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
-    /// A fault of this process (a console template that failed to render),
-    /// not of the request (500).
+    /// A fault of this process or its database that retrying cannot mend
+    /// (a corrupt row, a failed migration, a template that failed to
+    /// render): 500, its text logged, not sent.
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -68,13 +77,14 @@ impl From<StoreError> for ApiError {
             | StoreError::InvalidValue { .. }
             | StoreError::InvalidDuration(_) => ApiError::BadRequest(e.to_string()),
             StoreError::UnknownPolicy(_) => ApiError::NotFound(e.to_string()),
-            other => ApiError::Unavailable(other.to_string()),
+            other if other.is_transient() => ApiError::Unavailable(other.to_string()),
+            other => ApiError::Internal(other.to_string()),
         }
     }
 }
 
 /// A path segment axum could not decode (invalid percent-encoded UTF-8):
-/// its own answer is plain text, so it is turned into the JSON 400 here.
+/// its own answer is plain text, so it is turned into a problem here.
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
         ApiError::BadRequest(e.body_text())
@@ -84,33 +94,120 @@ impl From<PathRejection> for ApiError {
 /// Seconds a client is told to wait before retrying a 503.
 const RETRY_AFTER_SECS: &str = "1";
 
+/// The media type of every error body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+impl ApiError {
+    /// The status, the type's name (the URN's last part) and its title.
+    fn kind(&self) -> (StatusCode, &'static str, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => {
+                (StatusCode::BAD_REQUEST, "bad-request", "Malformed request")
+            }
+            ApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "Missing or wrong bearer token",
+            ),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Not allowed"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found", "Not found"),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+            ),
+            ApiError::Conflict(_) => (
+                StatusCode::CONFLICT,
+                "conflict",
+                "Conflicts with the current state",
+            ),
+            ApiError::TooLarge { .. } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too-large",
+                "Over a size limit",
+            ),
+            ApiError::PolicyRejected(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "policy-rejected",
+                "Policy rejected",
+            ),
+            ApiError::KeyReused(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                "Idempotency key reused with another request",
+            ),
+            ApiError::PolicyUnavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "policy-unavailable",
+                "Policy unavailable",
+            ),
+            ApiError::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage-unavailable",
+                "Storage unavailable",
+            ),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal error",
+            ),
+        }
+    }
+
+    /// The problem document for this error under `request_id`. The text of
+    /// a database or internal failure is replaced by a sentence that says
+    /// what the client can do.
+    pub fn problem(&self, request_id: String) -> Problem {
+        let (status, name, title) = self.kind();
+        let detail = match self {
+            ApiError::Unavailable(_) => format!(
+                "the database is unavailable for the moment; retry after {RETRY_AFTER_SECS} s"
+            ),
+            ApiError::Internal(_) => "the server failed; its log names this request_id".to_owned(),
+            ApiError::PolicyRejected(reasons) => format!("policy rejected: {}", reasons.join("; ")),
+            other => other.to_string(),
+        };
+        let (limit, max) = match self {
+            ApiError::TooLarge { limit, max } => (Some((*limit).to_owned()), Some(*max as u64)),
+            _ => (None, None),
+        };
+        Problem {
+            kind: format!("urn:nomos-continue:problem:{name}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail,
+            request_id,
+            limit,
+            max,
+            reasons: match self {
+                ApiError::PolicyRejected(reasons) => Some(reasons.clone()),
+                _ => None,
+            },
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = match &self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::PolicyRejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::PolicyUnavailable(_) | ApiError::Unavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
+        let request_id = request::current();
+        let (status, name, _) = self.kind();
+        match &self {
+            ApiError::Unavailable(text) | ApiError::PolicyUnavailable(text) => {
+                tracing::warn!(request_id, problem = name, "{text}")
             }
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(text) => tracing::error!(request_id, problem = name, "{text}"),
+            _ => tracing::debug!(request_id, problem = name, "{self}"),
+        }
+        let problem = self.problem(request_id);
+        let body = match serde_json::to_vec(&problem) {
+            Ok(body) => body,
+            // A struct of strings and numbers always serializes; the
+            // fallback only keeps this path free of a panic.
+            Err(_) => b"{}".to_vec(),
         };
-        let body = match &self {
-            ApiError::PolicyRejected(reasons) => {
-                json!({ "error": self.to_string(), "reasons": reasons })
-            }
-            ApiError::TooLarge { limit, max } => {
-                json!({ "error": self.to_string(), "limit": limit, "max": max })
-            }
-            _ => json!({ "error": self.to_string() }),
-        };
-        let mut response = (status, Json(body)).into_response();
+        let mut response = (status, body).into_response();
         let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
         match status {
             StatusCode::SERVICE_UNAVAILABLE => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));

@@ -5,10 +5,14 @@
 //! | --- | --- | --- |
 //! | `POST /v1/sessions/{id}/tool-results` | extract ids with the policy, link them | runtime |
 //! | `POST /v1/sessions/{id}/approvals` | open/extend or close the assent window | runtime |
-//! | `POST /v1/sessions/{id}/turns` | record a chat turn `{"role": "user"\|"assistant"\|"system", "content"}` for `chatWith` to replay | runtime |
+//! | `POST /v1/sessions/{id}/turns` | record a chat turn for `chatWith` to replay (`Idempotency-Key`) | runtime |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
-//! | `GET /v1/sessions/{id}` | window, counts, a page of links, ledger and notices (`?limit=`, cursors in `next`; see `sessions/`) | runtime |
-//! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key | runtime |
+//! | `GET /v1/executions/{id}` | the execution and its session | runtime |
+//! | `GET /v1/sessions` | a page of sessions (`?filter=`) | runtime |
+//! | `GET /v1/sessions/{id}` | its window and counts | runtime |
+//! | `GET /v1/sessions/{id}/links`, `/deliveries`, `/notices` | a page of each list | runtime |
+//! | `GET /v1/deliveries/{id}` | one delivery | runtime |
+//! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key (`Idempotency-Key`) | runtime |
 //! | `GET /v1/policy` | the active revision and the runtime's counters; the shadow revision and its disagreements | runtime |
 //! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); `?mode=shadow`: validate and put it in shadow instead; its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
 //! | `POST /v1/policy/rollback` | return to the previously active revision | admin |
@@ -16,21 +20,27 @@
 //! | `DELETE /v1/policy/shadow` | take the shadow out of service | admin |
 //! | `GET /metrics` | Prometheus text | runtime |
 //! | `GET /healthz` | liveness | none |
+//! | `GET /readyz` | readiness: database migrated, policy answering | none |
+//! | `GET /openapi.json` | this API's OpenAPI document | none |
 //!
 //! `auth.rs` says which token opens which scope; `limits.rs` holds each
-//! route's body cap and the text caps (a 413 names the limit).
-//! Every error is a status with a JSON body `{"error": "…"}` (see
-//! `error.rs`); `docs/openapi.json` describes the routes, bodies and errors,
-//! and `tests/tests/service/openapi.rs` checks it against this router.
+//! route's body cap and the text caps (a 413 names the limit). Requests
+//! and answers are the types of `wire/`, the document is generated from
+//! them (`openapi.rs`), and every error is a problem document
+//! (`error.rs`) naming the request id (`request.rs`).
 
 mod auth;
 mod deliveries;
 mod error;
 mod executions;
+mod idempotency;
 mod limits;
+mod openapi;
 mod policy;
+mod request;
 mod service;
 mod sessions;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -46,6 +56,7 @@ pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};
 pub use limits::BodyCaps;
 #[cfg(feature = "test-support")]
 pub use limits::{BodyCap, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
+pub use openapi::{document as openapi_document, document_text as openapi_text};
 
 use crate::clock::Clock;
 use crate::deploy::PolicyDeployment;
@@ -92,11 +103,21 @@ pub fn router(state: AppState) -> Router {
             "/v1/sessions/{session_id}/turns",
             post(sessions::writes::record_turn).layer(caps.turn.layer()),
         )
+        .route("/v1/sessions", get(sessions::sessions))
         .route("/v1/sessions/{session_id}", get(sessions::session))
+        .route("/v1/sessions/{session_id}/links", get(sessions::links))
+        .route(
+            "/v1/sessions/{session_id}/deliveries",
+            get(sessions::deliveries),
+        )
+        .route("/v1/sessions/{session_id}/notices", get(sessions::notices))
         .route(
             "/v1/executions/{execution_id}",
-            put(executions::record_execution).layer(caps.execution.layer()),
+            put(executions::record_execution)
+                .layer(caps.execution.layer())
+                .get(executions::execution),
         )
+        .route("/v1/deliveries/{delivery_id}", get(deliveries::delivery))
         .route(
             "/v1/deliveries/{delivery_id}/retry",
             post(deliveries::retry),
@@ -121,10 +142,13 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .route("/healthz", get(service::healthz))
+        .route("/readyz", get(service::readyz))
+        .route("/openapi.json", get(service::openapi))
         .merge(runtime)
         .merge(admin)
         .fallback(service::not_found)
         .method_not_allowed_fallback(service::method_not_allowed)
         .layer(caps.small.layer())
+        .layer(middleware::from_fn(request::assign))
         .with_state(state)
 }

@@ -11,6 +11,7 @@ use crate::policy::Limits;
 
 pub mod demo;
 pub mod migrate;
+pub mod openapi;
 pub mod policy;
 pub mod replay;
 pub mod retry;

@@ -114,6 +114,10 @@ fn check_exposure(listener: &TcpListener, config: &ServeConfig) -> Result<Option
     )?)
 }
 
+/// How long a request waits for a database connection before its 503: an
+/// outage answers at once rather than after a pool's 30 s.
+const REQUEST_ACQUIRE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The system before it starts: a store and a configuration, with every
 /// other part either injected or (at [`Server::start`]) built from the
 /// configuration as `serve` builds it.
@@ -338,7 +342,7 @@ impl Server {
         tasks.spawn(db_watcher.run(shutdown.clone()));
 
         let state = AppState {
-            store: store.clone(),
+            store: store.for_requests(REQUEST_ACQUIRE),
             policy: policy.clone(),
             clock,
             metrics,

@@ -53,6 +53,7 @@ mod deliveries;
 mod dialect;
 mod executions;
 mod handle;
+mod keys;
 mod links;
 mod migrate;
 mod policy;
@@ -70,6 +71,7 @@ pub use deliveries::plan::FreshClaim;
 pub use deliveries::record::FailedCall;
 pub use deliveries::settle::RetryOutcome;
 pub use handle::Database;
+pub use keys::KeyClaim;
 pub use links::Poll;
 #[cfg(feature = "test-support")]
 pub use migrate::LOCK_ATTEMPTS;
@@ -206,6 +208,44 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether the failure passes by itself, so that the same call may
+    /// succeed later: a connection lost or refused, a pool with no free
+    /// connection, a serialization failure or deadlock, a database shutting
+    /// down or out of resources, SQLite busy. A corrupt row, a schema this
+    /// build cannot use or a violated constraint is not: retrying changes
+    /// nothing, so the API answers 500 rather than 503.
+    pub fn is_transient(&self) -> bool {
+        let StoreError::Database(e) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                // PostgreSQL SQLSTATE classes 08 (connection), 40
+                // (serialization, deadlock), 53 (resources), 57P (operator
+                // intervention: shutdown, cannot connect now), 55P03 (lock
+                // not available); SQLite's BUSY (5) and LOCKED (6), with
+                // their extended codes (SQLite's codes are numbers shorter
+                // than a SQLSTATE's five characters).
+                code.starts_with("08")
+                    || code.starts_with("40")
+                    || code.starts_with("53")
+                    || code.starts_with("57P")
+                    || code == "55P03"
+                    || (code.len() < 5
+                        && matches!(code.parse::<i32>().map(|c| c & 0xff), Ok(5 | 6)))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Shorthand used throughout the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -286,6 +326,27 @@ impl Store {
     /// settings [`Store::connect`] applies (WAL, busy timeout, foreign keys).
     pub fn from_sqlite_pool(pool: SqlitePool) -> Self {
         Self { db: Db::Lite(pool) }
+    }
+
+    /// A store for request paths: on PostgreSQL a second pool to the same
+    /// database whose connections are waited for at most `acquire`, so that
+    /// during an outage a request answers (a 503) within that time rather
+    /// than after sqlx's default 30 s, while the worker's pool keeps
+    /// waiting as before. It connects lazily and holds at most 8
+    /// connections. SQLite is a local file that cannot be unreachable: the
+    /// same pool serves both.
+    pub fn for_requests(&self, acquire: std::time::Duration) -> Self {
+        match &self.db {
+            Db::Pg(pool) => {
+                let options = (*pool.connect_options()).clone();
+                let requests = PgPoolOptions::new()
+                    .max_connections(8)
+                    .acquire_timeout(acquire)
+                    .connect_lazy_with(options);
+                Self::from_pg_pool(requests)
+            }
+            Db::Lite(_) => self.clone(),
+        }
     }
 
     /// Which backend this store talks to.

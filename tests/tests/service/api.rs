@@ -35,7 +35,11 @@ async fn happy_path(api: &ServedApi) {
     assert_eq!(answer.status, 200, "{}", answer.text);
     let window = &answer.json()["window"];
     assert_eq!(window["route"], "chat");
-    assert_eq!(window["session_id"], session.to_string());
+    assert_eq!(window["open"], true, "{window}");
+    assert!(
+        window.get("session_id").is_none(),
+        "no store columns: {window}"
+    );
 
     let text = format!("started: execution {a}\nand execution {b} is queued");
     let answer = api
@@ -66,7 +70,7 @@ async fn happy_path(api: &ServedApi) {
         )
         .await;
     assert_eq!(answer.status, 200, "{}", answer.text);
-    assert_eq!(answer.json()["terminal"], true);
+    assert_eq!(answer.json()["execution"]["terminal"], true);
     assert_eq!(answer.json()["execution"]["status"], "failed");
     let running = api
         .json(
@@ -75,7 +79,7 @@ async fn happy_path(api: &ServedApi) {
             &json!({"status": "running"}),
         )
         .await;
-    assert_eq!(running.json()["terminal"], false);
+    assert_eq!(running.json()["execution"]["terminal"], false);
 
     let answer = api
         .json(
@@ -94,7 +98,15 @@ async fn happy_path(api: &ServedApi) {
     assert_eq!(answer.status, 200, "{}", answer.text);
     let summary = answer.json();
     assert_eq!(summary["window"]["route"], "chat");
-    let links = summary["links"].as_array().expect("links");
+    assert_eq!(summary["counts"]["links"], 2, "{summary}");
+    assert_eq!(summary["counts"]["in_flight"], 2, "{summary}");
+    let answer = api
+        .send("GET", &format!("/v1/sessions/{session}/links"), "")
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let summary = answer.json();
+    assert!(summary["next_cursor"].is_null(), "{summary}");
+    let links = summary["items"].as_array().expect("links");
     assert_eq!(links.len(), 2);
     assert!(
         links
@@ -356,7 +368,7 @@ async fn unknown_routes_are_404_and_wrong_methods_405_json() {
         "/",
         "/v1",
         "/v2/policy",
-        "/v1/sessions",
+        "/v1/session",
         "/v1/sessions/x/y/z",
         "/metrics/x",
         "/v1/executions",
@@ -369,7 +381,7 @@ async fn unknown_routes_are_404_and_wrong_methods_405_json() {
         ("GET", format!("/v1/sessions/{session}/tool-results")),
         ("PUT", format!("/v1/sessions/{session}/approvals")),
         ("DELETE", format!("/v1/sessions/{session}")),
-        ("GET", format!("/v1/executions/{}", Uuid::new_v4())),
+        ("POST", format!("/v1/executions/{}", Uuid::new_v4())),
         ("POST", "/healthz".to_string()),
         ("POST", "/metrics".to_string()),
     ] {

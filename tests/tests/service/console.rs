@@ -56,13 +56,13 @@ impl Api {
     /// Waits until the session's only link is settled as continued: the
     /// webhook's request arrives before the delivery is recorded.
     async fn until_continued(&self, session: Uuid) -> Result<()> {
-        let path = format!("/v1/sessions/{session}");
+        let path = format!("/v1/sessions/{session}/links");
         until("the link settled as continued", async || {
             match self
                 .call(reqwest::Method::GET, &path, RUNTIME, Vec::new())
                 .await
             {
-                Ok(body) if body["links"][0]["outcome"] != "continued" => None,
+                Ok(body) if body["items"][0]["outcome"] != "continued" => None,
                 answer => Some(answer.map(drop)),
             }
         })

@@ -125,7 +125,7 @@ impl Serve {
         self.call(reqwest::Method::GET, path, None).await
     }
 
-    /// Polls `GET /v1/sessions/{id}` until `done` holds for it (bounded).
+    /// Polls the session's links and deliveries until `done` holds for it (bounded).
     async fn wait_for_session(
         &self,
         session: Uuid,
@@ -134,7 +134,13 @@ impl Serve {
     ) -> Value {
         let path = format!("/v1/sessions/{session}");
         let waited = try_within(PATIENCE, async || {
-            let summary = self.get(&path).await;
+            // The session's two lists, each one page (the test's are small).
+            let links = self.get(&format!("{path}/links")).await;
+            let deliveries = self.get(&format!("{path}/deliveries")).await;
+            let summary = serde_json::json!({
+                "links": links["items"],
+                "deliveries": deliveries["items"],
+            });
             done(&summary).then_some(summary)
         })
         .await;

@@ -4,33 +4,37 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::api::error::{extraction_failed, parse_id, parse_json, storable, task_failed, ApiError};
+use crate::api::idempotency;
 use crate::api::limits::{cap_text, MAX_TURN_BYTES};
+use crate::api::wire::{
+    ApprovalDecision, ApprovalRequest, ApprovalResponse, LinkResponse, LinkedElsewhere,
+    ToolResultRequest, TurnRequest, TurnResponse, Window,
+};
 use crate::api::AppState;
 use crate::policy::PolicyHandle;
-use crate::store::{Role, Route, MAX_WINDOW};
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(in crate::api) struct ToolResult {
-    text: String,
-}
+use crate::store::{Route, MAX_WINDOW};
 
 /// Links every execution the tool result names to the session, and wakes
 /// the worker when something was newly linked: the execution may have
-/// reported already, and then the link is what makes it ready.
+/// reported already, and then the link is what makes it ready. Idempotent
+/// by nature: linking the same text again links nothing new.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/tool-results", tag = "sessions",
+    params(("session_id" = Uuid, Path, description = "The chat session")),
+    request_body = ToolResultRequest,
+    responses((status = 200, description = "What was linked", body = LinkResponse)))]
 pub(in crate::api) async fn link_tool_result(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LinkResponse>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let ToolResult { text } = parse_json(&state.caps.tool_result.take(body)?)?;
+    let ToolResultRequest { text } = parse_json(&state.caps.tool_result.take(body)?)?;
     cap_text("text", &text, state.policy.limits().max_text_bytes)?;
     let evaluated = PolicyHandle::from(&state.policy)
         .extract_ids(text)
@@ -48,46 +52,39 @@ pub(in crate::api) async fn link_tool_result(
     if !outcome.linked.is_empty() {
         state.wake.notify_one();
     }
-    Ok(Json(json!({
-        "linked": outcome.linked,
-        "already_linked": outcome.already_linked,
-        "linked_elsewhere": outcome.already_linked_elsewhere.iter()
-            .map(|(execution, session)| json!({"execution_id": execution, "session_id": session}))
-            .collect::<Vec<_>>(),
-        "policy_revision": evaluated.revision.0,
-    })))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ApprovalDecision {
-    Approve,
-    Deny,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(in crate::api) struct Approval {
-    decision: ApprovalDecision,
-    #[serde(default)]
-    route: Option<String>,
-    /// Minutes the window stays open, at most 30 (the default).
-    #[serde(default)]
-    minutes: Option<i64>,
+    Ok(Json(LinkResponse {
+        linked: outcome.linked,
+        already_linked: outcome.already_linked,
+        linked_elsewhere: outcome
+            .already_linked_elsewhere
+            .into_iter()
+            .map(|(execution_id, session_id)| LinkedElsewhere {
+                execution_id,
+                session_id,
+            })
+            .collect(),
+        policy_revision: evaluated.revision.0,
+    }))
 }
 
 /// Approve by any route opens or extends the window; deny closes it.
+/// Idempotent by nature: a repeated approval extends the window from now
+/// (never beyond 30 minutes), a repeated denial closes a closed window.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/approvals", tag = "sessions",
+    params(("session_id" = Uuid, Path, description = "The chat session")),
+    request_body = ApprovalRequest,
+    responses((status = 200, description = "The window now", body = ApprovalResponse)))]
 pub(in crate::api) async fn decide_approval(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalResponse>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let approval: Approval = parse_json(&state.caps.small.take(body)?)?;
+    let approval: ApprovalRequest = parse_json(&state.caps.small.take(body)?)?;
     let now = state.clock.now();
     match approval.decision {
         ApprovalDecision::Approve => {
-            let route: Route = approval.route.as_deref().unwrap_or("api").parse()?;
+            let route: Route = approval.route.map(Into::into).unwrap_or(Route::Api);
             // Bounded here, before `Duration::minutes`, which panics on
             // overflow (`"minutes": 9223372036854775807`).
             let duration = match approval.minutes {
@@ -106,42 +103,51 @@ pub(in crate::api) async fn decide_approval(
                 .store
                 .approve(session_id, route, now, duration)
                 .await?;
-            Ok(Json(json!({ "window": window })))
+            Ok(Json(ApprovalResponse {
+                window: Some(Window::at(window, now)),
+            }))
         }
         ApprovalDecision::Deny => {
             state.store.deny(session_id, now).await?;
-            Ok(Json(json!({ "window": null })))
+            Ok(Json(ApprovalResponse { window: None }))
         }
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(in crate::api) struct TurnBody {
-    role: String,
-    content: String,
 }
 
 /// Records a turn of the session's chat as it happened (the operator's
 /// message, the agent's reply, the system prompt), so the built-in
 /// `chatWith` has a history to replay. A runtime with its own agent (the
-/// webhook) need not call this.
+/// webhook) need not call this. Not idempotent by nature (the same words
+/// may be said twice), so an `Idempotency-Key` makes a retry safe.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/turns", tag = "sessions",
+    params(("session_id" = Uuid, Path, description = "The chat session"), idempotency::KeyHeader),
+    request_body = TurnRequest,
+    responses((status = 200, description = "The turn as recorded", body = TurnResponse),
+        (status = 409, description = "A request with this Idempotency-Key is still being handled",
+            body = crate::api::wire::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The Idempotency-Key was used with another request",
+            body = crate::api::wire::Problem, content_type = "application/problem+json")))]
 pub(in crate::api) async fn record_turn(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let TurnBody { role, content } = parse_json(&state.caps.turn.take(body)?)?;
-    let role: Role = role.parse()?;
+    let body = state.caps.turn.take(body)?;
+    let TurnRequest { role, content } = parse_json(&body)?;
     if content.trim().is_empty() {
         return Err(ApiError::BadRequest("content must not be empty".into()));
     }
     cap_text("content", &content, MAX_TURN_BYTES)?;
     storable("content", &content)?;
-    let turn = state
-        .store
-        .append_turn(session_id, role, &content, state.clock.now())
-        .await?;
-    Ok(Json(json!({ "turn": turn })))
+    let request = idempotency::Request::new("turns", &session_id.to_string(), &body, &headers)?;
+    idempotency::once(&state, request, || async {
+        let turn = state
+            .store
+            .append_turn(session_id, role.into(), &content, state.clock.now())
+            .await?;
+        Ok(TurnResponse { turn: turn.into() })
+    })
+    .await
 }

@@ -202,6 +202,17 @@ impl Store {
         Ok(())
     }
 
+    /// Whether every migration this binary embeds is applied: what
+    /// `/readyz` asks of the database.
+    pub async fn is_migrated(&self) -> Result<bool> {
+        let applied = self.applied_migrations().await?;
+        let latest = Self::migrator(self.backend())
+            .iter()
+            .map(|m| m.version)
+            .max();
+        Ok(applied.last().copied() == latest)
+    }
+
     /// Versions recorded as applied, ascending (empty before the first
     /// migration). Used by `status` and by tests after up/down/up.
     pub async fn applied_migrations(&self) -> Result<Vec<i64>> {

@@ -22,14 +22,14 @@ async fn a_late_report_is_recorded_not_applied() {
         .await;
     assert_eq!(first.status, 200, "{}", first.text);
     assert_eq!(first.json()["applied"], true);
-    assert_eq!(first.json()["terminal"], true);
+    assert_eq!(first.json()["execution"]["terminal"], true);
     let stored = first.json()["execution"].clone();
 
     let late = api.json("PUT", &path, &json!({"status": "running"})).await;
     assert_eq!(late.status, 200, "{}", late.text);
     let body = late.json();
     assert_eq!(body["applied"], false, "{body}");
-    assert_eq!(body["terminal"], true, "as stored: {body}");
+    assert_eq!(body["execution"]["terminal"], true, "as stored: {body}");
     assert_eq!(body["execution"], stored);
     let note = body["note"].as_str().unwrap_or_default();
     assert!(
@@ -93,5 +93,10 @@ async fn a_report_of_a_classified_status_reads_no_table() {
         .expect("rename the table");
     let second = report(Uuid::new_v4()).await;
     assert_eq!(second.status, 200, "read the table again: {}", second.text);
-    assert_eq!(second.json()["terminal"], true, "{}", second.text);
+    assert_eq!(
+        second.json()["execution"]["terminal"],
+        true,
+        "{}",
+        second.text
+    );
 }

@@ -198,7 +198,7 @@ async fn no_request_gets_a_5xx_a_panic_or_a_non_json_error() {
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("application/json"));
+            .is_some_and(|c| c.starts_with("application/json") || c == "application/problem+json");
         let text = response
             .text()
             .await
@@ -210,7 +210,7 @@ async fn no_request_gets_a_5xx_a_panic_or_a_non_json_error() {
         if status >= 400 && method != "HEAD" {
             let error = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
-                .and_then(|v| v["error"].as_str().map(str::to_owned));
+                .and_then(|v| v["detail"].as_str().map(str::to_owned));
             assert!(
                 json_type && error.is_some_and(|e| !e.is_empty()),
                 "{what}: {status} with a non-JSON error body: {text:.300}"

@@ -23,7 +23,7 @@ async fn the_runtime_token_cannot_change_the_policy() {
             .await
             .expect_error(403);
         assert!(
-            body["error"]
+            body["detail"]
                 .as_str()
                 .is_some_and(|e| e.contains("admin token")),
             "{body}"
@@ -50,7 +50,7 @@ async fn without_an_admin_token_policy_changes_are_refused_with_the_way_to_enabl
         .send("PUT", "/v1/policy", variant("refused"))
         .await
         .expect_error(403);
-    let message = body["error"].as_str().unwrap_or_default();
+    let message = body["detail"].as_str().unwrap_or_default();
     assert!(
         message.contains("--admin-token") && message.contains("NOMOS_CONTINUE_ADMIN_TOKEN"),
         "{message}"
@@ -198,7 +198,7 @@ async fn without_a_token_another_site_s_page_is_refused() {
             .await
             .expect_error(403);
         assert!(
-            body["error"]
+            body["detail"]
                 .as_str()
                 .is_some_and(|e| e.contains("another site")),
             "{headers:?}: {body}"

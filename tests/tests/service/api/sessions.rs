@@ -1,20 +1,22 @@
-//! `GET /v1/sessions/{id}` pages its lists: following `next` visits every
-//! link, ledger row and notice exactly once, on both stores; bad paging
-//! parameters are 400s with a JSON error.
+//! A session's lists as sub-resources (`/links`, `/deliveries`,
+//! `/notices`): following `next_cursor` visits every row exactly once, on
+//! both stores; bad paging parameters are 400 problems. The session
+//! itself answers its window and counts; the list of sessions pages too.
 
 use std::collections::HashSet;
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{NoticeAbout, Store, DEFAULT_PAGE_LIMIT};
 use nomos_continue_tests::api::ServedApi;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::sqlite_api;
 
 nomos_continue_tests::on_both_stores!(
     paging_visits_every_row_once,
-    bad_paging_parameters_are_400_json
+    bad_paging_parameters_are_400_json,
+    the_list_of_sessions_pages_and_filters
 );
 
 const LINKS: usize = 1234;
@@ -61,17 +63,44 @@ async fn seed(store: &Store, session: Uuid) -> Vec<Uuid> {
     order
 }
 
-fn query(next: &Map<String, Value>, limit: usize) -> String {
-    let mut params = vec![format!("limit={limit}")];
-    for (name, cursor) in next {
-        params.push(format!("{name}={}", cursor.as_str().expect("a cursor")));
+/// Follows one list's `next_cursor` from its first page until it is
+/// `null`; `between` runs after the first page. Answers the rows.
+async fn follow(
+    api: &ServedApi,
+    path: &str,
+    limit: usize,
+    between: impl AsyncFnOnce(),
+) -> (Vec<Value>, usize) {
+    let mut rows = Vec::new();
+    let mut pages = 0;
+    let mut between = Some(between);
+    let mut cursor: Option<String> = None;
+    loop {
+        let q = match &cursor {
+            Some(c) => format!("limit={limit}&cursor={c}"),
+            None => format!("limit={limit}"),
+        };
+        let answer = api.send("GET", &format!("{path}?{q}"), "").await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        let page = answer.json();
+        let items = page["items"].as_array().expect("items").clone();
+        assert!(items.len() <= limit, "{path}: {} rows", items.len());
+        rows.extend(items);
+        pages += 1;
+        if let Some(between) = between.take() {
+            between().await;
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
     }
-    params.join("&")
+    (rows, pages)
 }
 
-/// Follows `next` from the first page until it is `null`, with a link
-/// added half way (after the first page): every row comes back exactly
-/// once, in order, the new link last.
+/// Follows each list from the first page until `next_cursor` is `null`,
+/// with a link added half way (after the first page): every row comes back
+/// exactly once, in order, the new link last.
 async fn paging_visits_every_row_once(store: Store) {
     let api = ServedApi::start(store.clone(), None).await;
     let session = Uuid::new_v4();
@@ -79,85 +108,65 @@ async fn paging_visits_every_row_once(store: Store) {
     let path = format!("/v1/sessions/{session}");
     let limit = 100;
 
-    let first = api.send("GET", &format!("{path}?limit={limit}"), "").await;
-    assert_eq!(first.status, 200, "{}", first.text);
-    let first = first.json();
-    assert_eq!(
-        first["counts"],
-        serde_json::json!({"links": LINKS, "deliveries": LEDGER, "notices": NOTICES})
-    );
-    assert_eq!(first["limit"], limit);
-    assert!(first["window"].is_null());
-    let late = Uuid::new_v4();
-    store
-        .link(session, &[late], start() + Duration::hours(1))
-        .await
-        .expect("link");
-    want.push(late);
+    let summary = api.send("GET", &path, "").await;
+    assert_eq!(summary.status, 200, "{}", summary.text);
+    let summary = summary.json();
+    assert_eq!(summary["counts"]["links"], LINKS, "{summary}");
+    assert_eq!(summary["counts"]["in_flight"], LINKS, "{summary}");
+    assert_eq!(summary["counts"]["deliveries"], LEDGER, "{summary}");
+    assert_eq!(summary["counts"]["notices"], NOTICES, "{summary}");
+    assert!(summary["window"].is_null());
+    assert!(summary.get("links").is_none(), "lists are sub-resources");
 
-    let (mut links, mut ledger, mut notices) = (Vec::new(), Vec::new(), Vec::new());
-    let mut page = first;
-    let mut pages = 0;
-    loop {
-        pages += 1;
-        for (list, into, key) in [
-            ("links", &mut links, "execution_id"),
-            ("deliveries", &mut ledger, "id"),
-            ("notices", &mut notices, "id"),
-        ] {
-            if let Some(items) = page[list].as_array() {
-                assert!(items.len() <= limit, "{list}: {} rows", items.len());
-                into.extend(items.iter().map(|i| i[key].to_string()));
-            }
-        }
-        let Some(next) = page["next"].as_object().cloned() else {
-            break;
-        };
-        let answer = api
-            .send("GET", &format!("{path}?{}", query(&next, limit)), "")
-            .await;
-        assert_eq!(answer.status, 200, "{}", answer.text);
-        page = answer.json();
-        for list in ["links", "deliveries", "notices"] {
-            assert_eq!(
-                page.get(list).is_some(),
-                next.contains_key(&format!("{list}_cursor")),
-                "a later page answers only the lists it continues: {list}, {next:?}"
-            );
-        }
-    }
+    let late = Uuid::new_v4();
+    let (links, pages) = follow(&api, &format!("{path}/links"), limit, async || {
+        store
+            .link(session, &[late], start() + Duration::hours(1))
+            .await
+            .expect("link");
+    })
+    .await;
+    want.push(late);
     assert_eq!(pages, (LINKS + 1).div_ceil(limit));
-    let want: Vec<String> = want.iter().map(|id| format!("\"{id}\"")).collect();
+    let links: Vec<String> = links
+        .iter()
+        .map(|l| l["execution_id"].as_str().expect("id").to_owned())
+        .collect();
+    let want: Vec<String> = want.iter().map(Uuid::to_string).collect();
     assert_eq!(links, want, "every link once, oldest first");
-    assert_eq!(ledger.len(), LEDGER);
-    assert_eq!(ledger.iter().collect::<HashSet<_>>().len(), LEDGER);
-    assert_eq!(notices.len(), NOTICES);
-    assert_eq!(notices.iter().collect::<HashSet<_>>().len(), NOTICES);
+
+    let (notices, _) = follow(&api, &format!("{path}/notices"), 2, async || {}).await;
+    let ids: HashSet<String> = notices.iter().map(|n| n["id"].to_string()).collect();
+    assert_eq!((notices.len(), ids.len()), (NOTICES, NOTICES));
 
     // The ledger is newest first, across pages of one row too.
-    let mut times = Vec::new();
-    let mut next = Map::new();
-    loop {
-        next.remove("links_cursor");
-        next.remove("notices_cursor");
-        let q = if next.is_empty() {
-            "limit=1".to_string()
-        } else {
-            query(&next, 1)
-        };
-        let page = api.send("GET", &format!("{path}?{q}"), "").await.json();
-        let rows = page["deliveries"].as_array().cloned().unwrap_or_default();
-        for row in rows {
-            let at = row["created_at"].as_str().expect("a time");
-            times.push(at.parse::<DateTime<Utc>>().expect("RFC 3339"));
-        }
-        match page["next"].get("deliveries_cursor") {
-            Some(c) => next.insert("deliveries_cursor".into(), c.clone()),
-            None => break,
-        };
-    }
-    assert_eq!(times.len(), LEDGER);
+    let (ledger, pages) = follow(&api, &format!("{path}/deliveries"), 1, async || {}).await;
+    assert_eq!((ledger.len(), pages), (LEDGER, LEDGER));
+    let ids: HashSet<String> = ledger.iter().map(|d| d["id"].to_string()).collect();
+    assert_eq!(ids.len(), LEDGER);
+    let times: Vec<DateTime<Utc>> = ledger
+        .iter()
+        .map(|d| {
+            d["created_at"]
+                .as_str()
+                .expect("a time")
+                .parse()
+                .expect("RFC 3339")
+        })
+        .collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+    for row in &ledger {
+        for internal in [
+            "lease_owner",
+            "lease_expires_at",
+            "claim_token",
+            "claims",
+            "shortages",
+        ] {
+            assert!(row.get(internal).is_none(), "{internal} on the wire: {row}");
+        }
+        assert!(row["failed_attempts"].is_number(), "{row}");
+    }
 }
 
 #[tokio::test]
@@ -166,19 +175,26 @@ async fn the_first_page_has_the_default_limit_and_says_what_follows() {
     let session = Uuid::new_v4();
     seed(&api.store, session).await;
     let page = api
-        .send("GET", &format!("/v1/sessions/{session}"), "")
+        .send("GET", &format!("/v1/sessions/{session}/links"), "")
         .await;
     assert_eq!(page.status, 200, "{}", page.text);
     let page = page.json();
-    assert_eq!(page["limit"], DEFAULT_PAGE_LIMIT);
     assert_eq!(
-        page["links"].as_array().map(Vec::len),
+        page["items"].as_array().map(Vec::len),
         Some(DEFAULT_PAGE_LIMIT as usize)
     );
-    assert_eq!(page["deliveries"].as_array().map(Vec::len), Some(LEDGER));
-    assert_eq!(page["notices"].as_array().map(Vec::len), Some(NOTICES));
-    let next = page["next"].as_object().expect("more links");
-    assert_eq!(next.keys().collect::<Vec<_>>(), ["links_cursor"]);
+    assert!(page["next_cursor"].is_string(), "{page}");
+    let page = api
+        .send("GET", &format!("/v1/sessions/{session}/deliveries"), "")
+        .await
+        .json();
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(LEDGER));
+    assert!(page["next_cursor"].is_null(), "{page}");
+    // An unknown session's lists are a 404, like the session.
+    for list in ["", "/links", "/deliveries", "/notices"] {
+        let path = format!("/v1/sessions/{}{list}", Uuid::new_v4());
+        assert_eq!(api.send("GET", &path, "").await.problem(404), "not-found");
+    }
 }
 
 async fn bad_paging_parameters_are_400_json(store: Store) {
@@ -186,34 +202,71 @@ async fn bad_paging_parameters_are_400_json(store: Store) {
     let session = Uuid::new_v4();
     seed(&api.store, session).await;
     let path = format!("/v1/sessions/{session}");
-    let page = api.send("GET", &format!("{path}?limit=2"), "").await.json();
-    let links_cursor = page["next"]["links_cursor"].as_str().expect("cursor");
-    for query in [
-        "limit=0".to_string(),
-        "limit=501".to_string(),
-        "limit=-1".to_string(),
-        "limit=abc".to_string(),
-        "limit=".to_string(),
-        "limit=1&limit=2".to_string(),
-        "links_cursor=".to_string(),
-        "links_cursor=garbage".to_string(),
+    let page = api
+        .send("GET", &format!("{path}/links?limit=2"), "")
+        .await
+        .json();
+    let links_cursor = page["next_cursor"].as_str().expect("cursor");
+    for (list, query) in [
+        ("links", "limit=0".to_string()),
+        ("links", "limit=501".to_string()),
+        ("links", "limit=-1".to_string()),
+        ("links", "limit=abc".to_string()),
+        ("links", "limit=".to_string()),
+        ("links", "limit=1&limit=2".to_string()),
+        ("links", "cursor=".to_string()),
+        ("links", "cursor=garbage".to_string()),
         // Beyond PostgreSQL's timestamps: a bad cursor, not a database error.
-        format!("links_cursor=l1.-300000000000000000.{}", Uuid::nil()),
-        format!("links_cursor=l1.300000000000000000.{}", Uuid::nil()),
-        format!("deliveries_cursor={links_cursor}"),
-        format!("notices_cursor={links_cursor}"),
-        "cursor=x".to_string(),
-        "page=2".to_string(),
+        (
+            "links",
+            format!("cursor=l1.-300000000000000000.{}", Uuid::nil()),
+        ),
+        (
+            "links",
+            format!("cursor=l1.300000000000000000.{}", Uuid::nil()),
+        ),
+        ("deliveries", format!("cursor={links_cursor}")),
+        ("notices", format!("cursor={links_cursor}")),
+        ("links", "links_cursor=x".to_string()),
+        ("links", "page=2".to_string()),
     ] {
-        let answer = api.send("GET", &format!("{path}?{query}"), "").await;
-        answer.expect_error(400);
+        let answer = api.send("GET", &format!("{path}/{list}?{query}"), "").await;
+        assert_eq!(answer.problem(400), "bad-request", "{list}?{query}");
     }
-    // A bad limit is refused even for an unknown session.
-    api.send(
-        "GET",
-        &format!("/v1/sessions/{}?limit=0", Uuid::new_v4()),
-        "",
-    )
-    .await
-    .expect_error(400);
+    for query in ["filter=nope", "limit=0", "cursor=garbage", "page=1"] {
+        let answer = api.send("GET", &format!("/v1/sessions?{query}"), "").await;
+        assert_eq!(answer.problem(400), "bad-request", "{query}");
+    }
+}
+
+/// `GET /v1/sessions` lists every session once, newest first, and its
+/// filters are the console's.
+async fn the_list_of_sessions_pages_and_filters(store: Store) {
+    let api = ServedApi::start(store.clone(), None).await;
+    let mut made = Vec::new();
+    for i in 0..7 {
+        let session = Uuid::new_v4();
+        let at = start() + Duration::seconds(i);
+        store
+            .link(session, &[Uuid::new_v4()], at)
+            .await
+            .expect("link");
+        made.push(session.to_string());
+    }
+    let (rows, pages) = follow(&api, "/v1/sessions", 3, async || {}).await;
+    assert_eq!(pages, 3);
+    let listed: Vec<String> = rows
+        .iter()
+        .map(|r| r["session_id"].as_str().expect("id").to_owned())
+        .collect();
+    made.reverse();
+    assert_eq!(listed, made, "newest first, each once");
+    assert!(rows.iter().all(|r| r["in_flight"] == 1), "{rows:?}");
+    let open = api.send("GET", "/v1/sessions?filter=open", "").await;
+    assert_eq!(open.status, 200, "{}", open.text);
+    assert_eq!(open.json()["items"], serde_json::json!([]));
+    let in_flight = api
+        .send("GET", "/v1/sessions?filter=in-flight&limit=500", "")
+        .await;
+    assert_eq!(in_flight.json()["items"].as_array().map(Vec::len), Some(7));
 }

@@ -1,0 +1,210 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and
+//! the wire types, so it cannot drift from them: `GET /openapi.json` serves
+//! it, `nomos-continue openapi` prints it, and a test fails when the
+//! committed `docs/openapi.json` differs.
+//!
+//! What the annotations would repeat on every route is added here once:
+//! the bearer scheme, and the error responses each route can give (a
+//! problem document; 503 with `Retry-After`).
+
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
+
+use super::error::PROBLEM_JSON;
+use super::request::REQUEST_ID_HEADER;
+use super::wire;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "nomos-continue",
+        description = "Links a runtime's asynchronous tool executions to the chat sessions that \
+            started them, and re-invokes the agent with their results while the operator's \
+            assent window is open. Errors are RFC 9457 problem documents; docs/api.md says \
+            what each route does and docs/webhooks.md what the agent receives.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
+    paths(
+        super::sessions::sessions,
+        super::sessions::session,
+        super::sessions::links,
+        super::sessions::deliveries,
+        super::sessions::notices,
+        super::sessions::writes::link_tool_result,
+        super::sessions::writes::decide_approval,
+        super::sessions::writes::record_turn,
+        super::executions::record_execution,
+        super::executions::execution,
+        super::deliveries::delivery,
+        super::deliveries::retry,
+        super::policy::policy_info,
+        super::policy::upload_policy,
+        super::policy::rollback_policy,
+        super::policy::promote_shadow,
+        super::policy::drop_shadow,
+        super::service::metrics,
+        super::service::healthz,
+        super::service::readyz,
+        super::service::openapi,
+    ),
+    components(schemas(wire::Problem)),
+    modifiers(&Shared),
+    security(("bearer" = [])),
+    tags(
+        (name = "sessions", description = "Tool results, approvals, chat turns and what a session holds"),
+        (name = "executions", description = "What a runtime reports of an execution"),
+        (name = "deliveries", description = "What was sent to the agent"),
+        (name = "policy", description = "The continuation policy: read by the runtime token, changed by the admin token"),
+        (name = "service", description = "Liveness, readiness and metrics"),
+    )
+)]
+struct ApiDoc;
+
+/// The bearer scheme and the shared error responses.
+struct Shared;
+
+impl Modify for Shared {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "`serve --token` opens the runtime routes; `serve --admin-token` \
+                         opens every route, and is the only one that changes the policy. \
+                         Without any token the routes are open (loopback only).",
+                    ))
+                    .build(),
+            ),
+        );
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let open = !path.starts_with("/v1/") && path != "/metrics";
+            if let Some(operation) = item.get.as_mut() {
+                add_errors(path, operation, open, true);
+            }
+            for operation in [item.put.as_mut(), item.post.as_mut(), item.delete.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                add_errors(path, operation, open, false);
+            }
+        }
+    }
+}
+
+/// The errors a route can answer, beside those its annotation names.
+fn add_errors(path: &str, operation: &mut Operation, open: bool, reads: bool) {
+    let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+    let has_body = operation.request_body.is_some();
+    let mut errors: Vec<(&str, &str)> = Vec::new();
+    if has_params || has_body {
+        errors.push(("400", "The request is malformed"));
+    }
+    if !open {
+        errors.push(("401", "A token is configured and the request lacks one"));
+        errors.push(("403", "The token's scope does not open this route"));
+    }
+    // A write to an unknown session or execution creates it; only reads
+    // and the delivery routes name what must exist.
+    if path.contains('{') && (reads || path.starts_with("/v1/deliveries/")) {
+        errors.push(("404", "Nothing is known of the id in the path"));
+    }
+    if has_body {
+        errors.push((
+            "413",
+            "The body or a text in it is over its limit (named in `limit`)",
+        ));
+    }
+    if !open {
+        errors.push(("500", "The server failed; its log names the request_id"));
+        errors.push((
+            "503",
+            "The database or the policy is unavailable for a moment; retry after Retry-After",
+        ));
+    }
+    for (status, description) in errors {
+        operation
+            .responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| problem_response(status, description).into());
+    }
+}
+
+fn problem_response(status: &str, description: &str) -> utoipa::openapi::Response {
+    let mut response = ResponseBuilder::new().description(description).content(
+        PROBLEM_JSON,
+        ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name("Problem")))
+            .build(),
+    );
+    response = response.header(
+        REQUEST_ID_HEADER,
+        HeaderBuilder::new()
+            .schema(String::schema_ref())
+            .description(Some("Names the request in the server's log"))
+            .build(),
+    );
+    if status == "503" {
+        response = response.header(
+            "Retry-After",
+            HeaderBuilder::new()
+                .schema(u32::schema_ref())
+                .description(Some("Seconds to wait before retrying"))
+                .build(),
+        );
+    }
+    response.build()
+}
+
+/// A scalar's schema, for a header.
+trait SchemaRef {
+    fn schema_ref() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
+}
+
+impl<T: utoipa::PartialSchema> SchemaRef for T {
+    fn schema_ref() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        T::schema()
+    }
+}
+
+/// The document, built once per process.
+pub fn document() -> Value {
+    static DOCUMENT: OnceLock<Value> = OnceLock::new();
+    DOCUMENT
+        .get_or_init(|| {
+            let mut doc = match serde_json::to_value(ApiDoc::openapi()) {
+                Ok(doc) => doc,
+                Err(e) => {
+                    json!({ "error": format!("the OpenAPI document did not serialize: {e}") })
+                }
+            };
+            binary_upload(&mut doc);
+            doc
+        })
+        .clone()
+}
+
+/// `PUT /v1/policy`'s body is the component's bytes: a binary string, as
+/// generators (openapi-python-client) read an `application/octet-stream`
+/// body to send a file.
+fn binary_upload(doc: &mut Value) {
+    let content = &mut doc["paths"]["/v1/policy"]["put"]["requestBody"]["content"];
+    if let Some(media) = content.get_mut("application/octet-stream") {
+        media["schema"] = json!({ "type": "string", "format": "binary" });
+    }
+}
+
+/// The document as the committed file holds it: pretty, with a final newline.
+pub fn document_text() -> String {
+    let mut text = serde_json::to_string_pretty(&document()).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,55 @@
+//! Request ids: every response names its request in `x-request-id`, and
+//! every error body in `request_id`, so an integrator's report leads to the
+//! log lines of that request (the internal error text is only there).
+//!
+//! A caller's own `x-request-id` is kept when it is a short token, so a
+//! runtime's id reaches this log too; anything else gets a fresh UUID.
+
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+/// The header a request id travels in, both ways.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Longest caller-chosen id kept.
+const MAX_ID_LEN: usize = 128;
+
+tokio::task_local! {
+    static REQUEST_ID: String;
+}
+
+/// The id of the request being handled, for an error body; `"unknown"`
+/// outside a request (it cannot be, for a handler under [`assign`]).
+pub fn current() -> String {
+    REQUEST_ID
+        .try_with(Clone::clone)
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// A caller's id if it is a short printable token.
+fn given(request: &Request) -> Option<String> {
+    let text = request.headers().get(REQUEST_ID_HEADER)?.to_str().ok()?;
+    let ok = !text.is_empty()
+        && text.len() <= MAX_ID_LEN
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    ok.then(|| text.to_owned())
+}
+
+/// The middleware: picks the id, runs the request inside its task-local
+/// and log span, and puts it on the response.
+pub async fn assign(request: Request, next: Next) -> Response {
+    let id = given(&request).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let span = tracing::info_span!("request", request_id = %id);
+    let mut response = REQUEST_ID
+        .scope(id.clone(), next.run(request).instrument(span))
+        .await;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
+}

@@ -1,0 +1,337 @@
+//! A session's shapes: its window, counts and lists, and what a runtime
+//! writes to it (a tool result, an approval, a chat turn).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::ledger::Settlement;
+use crate::store;
+
+/// How the operator approved; every route opens the same window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalRoute {
+    /// The approve button of the chat client.
+    Button,
+    /// Assent typed in the chat ("go ahead").
+    Chat,
+    /// A caller of this API.
+    Api,
+}
+
+impl From<store::Route> for ApprovalRoute {
+    fn from(route: store::Route) -> Self {
+        match route {
+            store::Route::Button => Self::Button,
+            store::Route::Chat => Self::Chat,
+            store::Route::Api => Self::Api,
+        }
+    }
+}
+
+impl From<ApprovalRoute> for store::Route {
+    fn from(route: ApprovalRoute) -> Self {
+        match route {
+            ApprovalRoute::Button => Self::Button,
+            ApprovalRoute::Chat => Self::Chat,
+            ApprovalRoute::Api => Self::Api,
+        }
+    }
+}
+
+/// A session's assent window: while it is open, finished executions are
+/// fed back to the agent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Window {
+    /// When the window was opened; an approval that extends it keeps this.
+    pub opened_at: DateTime<Utc>,
+    /// The window is open strictly before this instant. A denial sets it to
+    /// the time of the denial.
+    pub expires_at: DateTime<Utc>,
+    /// Whether the window is open at the time of the answer.
+    pub open: bool,
+    /// The route of the latest approval.
+    pub route: ApprovalRoute,
+    /// Continuations sent in this window (the loop guard counts them).
+    pub continuations: i32,
+    /// When a denial closed the window, or `null`.
+    pub closed_at: Option<DateTime<Utc>>,
+}
+
+impl Window {
+    /// The wire shape of a stored window, judged open at `now`.
+    pub fn at(window: store::Window, now: DateTime<Utc>) -> Self {
+        Self {
+            open: window.is_open_at(now),
+            opened_at: window.opened_at,
+            expires_at: window.expires_at,
+            route: window.route.into(),
+            continuations: window.continuations,
+            closed_at: window.closed_at,
+        }
+    }
+}
+
+/// How many rows each of a session's lists holds.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionCounts {
+    /// Executions linked to the session.
+    pub links: i64,
+    /// Of those, the ones not settled yet (still running, or finished and
+    /// waiting for their continuation).
+    pub in_flight: i64,
+    /// Deliveries to the agent (continuations and notices).
+    pub deliveries: i64,
+    /// Of those, the ones not sent yet (or being retried).
+    pub pending_deliveries: i64,
+    /// Of those, the ones that gave up after the retry budget.
+    pub failed_deliveries: i64,
+    /// Notices `chatWith` recorded for the operator.
+    pub notices: i64,
+}
+
+/// `GET /v1/sessions/{id}`: the session's window and counts. Its lists are
+/// sub-resources (`/links`, `/deliveries`, `/notices`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Session {
+    /// The chat session.
+    pub session_id: Uuid,
+    /// Its first link or approval.
+    pub first_seen_at: DateTime<Utc>,
+    /// Its assent window, or `null` if it was never approved.
+    pub window: Option<Window>,
+    /// Its lists' sizes.
+    pub counts: SessionCounts,
+}
+
+/// One session in `GET /v1/sessions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionItem {
+    /// The chat session.
+    pub session_id: Uuid,
+    /// Its first link or approval.
+    pub first_seen_at: DateTime<Utc>,
+    /// Its assent window, or `null` if it was never approved.
+    pub window: Option<Window>,
+    /// Linked executions not settled yet.
+    pub in_flight: i64,
+    /// Deliveries not sent yet.
+    pub pending_deliveries: i64,
+    /// Deliveries that gave up.
+    pub failed_deliveries: i64,
+    /// Notices recorded for the operator.
+    pub notices: i64,
+}
+
+impl SessionItem {
+    /// The wire shape of a listed session, its window judged at `now`.
+    pub fn at(row: store::SessionRow, now: DateTime<Utc>) -> Self {
+        Self {
+            session_id: row.session_id,
+            first_seen_at: row.first_seen_at,
+            window: row.window.map(|w| Window::at(w, now)),
+            in_flight: row.in_flight,
+            pending_deliveries: row.pending,
+            failed_deliveries: row.failed,
+            notices: row.notices,
+        }
+    }
+}
+
+/// An execution linked to a session.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Link {
+    /// The execution.
+    pub execution_id: Uuid,
+    /// When the tool result that named it was linked.
+    pub linked_at: DateTime<Utc>,
+    /// The execution's reported status, or `null` before its first report.
+    pub execution_status: Option<String>,
+    /// The delivery its result is (or was) sent in, or `null` before one
+    /// is planned.
+    pub delivery_id: Option<Uuid>,
+    /// How it was settled, or `null` while it is not.
+    pub outcome: Option<Settlement>,
+    /// When it was settled, or `null`.
+    pub settled_at: Option<DateTime<Utc>>,
+    /// Why it was dropped or failed, or `null`.
+    pub reason: Option<String>,
+}
+
+impl From<store::Link> for Link {
+    fn from(link: store::Link) -> Self {
+        Self {
+            execution_id: link.execution_id,
+            linked_at: link.created_at,
+            execution_status: link.execution_status,
+            delivery_id: link.delivery_id,
+            outcome: link.outcome.map(Into::into),
+            settled_at: link.continued_at,
+            reason: link.reason,
+        }
+    }
+}
+
+/// A notice `chatWith` recorded for the session's operator (a webhook
+/// runtime receives its notices as `notice.v1` deliveries instead).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OperatorNotice {
+    /// Orders the session's notices.
+    pub id: i64,
+    /// The delivery's idempotency key.
+    pub idempotency_key: String,
+    /// What the operator is told.
+    pub message: String,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<store::SessionNotice> for OperatorNotice {
+    fn from(n: store::SessionNotice) -> Self {
+        Self {
+            id: n.id,
+            idempotency_key: n.idempotency_key,
+            message: n.message,
+            created_at: n.created_at,
+        }
+    }
+}
+
+/// `POST /v1/sessions/{id}/tool-results`: a tool's answer, as the agent saw
+/// it; the policy finds the execution ids it names.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResultRequest {
+    /// The tool result's text.
+    pub text: String,
+}
+
+/// An execution another session had linked first; the first link wins.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LinkedElsewhere {
+    /// The execution.
+    pub execution_id: Uuid,
+    /// The session it stays linked to.
+    pub session_id: Uuid,
+}
+
+/// What a tool result linked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LinkResponse {
+    /// Executions linked by this request.
+    pub linked: Vec<Uuid>,
+    /// Executions this session had linked already (a repeat is harmless).
+    pub already_linked: Vec<Uuid>,
+    /// Executions linked to another session, left there.
+    pub linked_elsewhere: Vec<LinkedElsewhere>,
+    /// The policy revision (SHA-256 of its component) that read the text.
+    pub policy_revision: String,
+}
+
+/// Open, extend or close the session's assent window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Open the window, or extend it from now.
+    Approve,
+    /// Close the window now.
+    Deny,
+}
+
+/// `POST /v1/sessions/{id}/approvals`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// Approve or deny.
+    pub decision: ApprovalDecision,
+    /// How the operator approved (default `api`); ignored by a denial.
+    #[serde(default)]
+    pub route: Option<ApprovalRoute>,
+    /// Minutes the window stays open, 1 to 30 (the default).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 30)]
+    pub minutes: Option<i64>,
+}
+
+/// The window after an approval (`null` after a denial).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalResponse {
+    /// The window as it is now, or `null` once denied.
+    pub window: Option<Window>,
+}
+
+/// Who spoke a chat turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The system prompt.
+    System,
+    /// The operator.
+    User,
+    /// The agent.
+    Assistant,
+}
+
+impl From<Role> for store::Role {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::System => Self::System,
+            Role::User => Self::User,
+            Role::Assistant => Self::Assistant,
+        }
+    }
+}
+
+impl From<store::Role> for Role {
+    fn from(role: store::Role) -> Self {
+        match role {
+            store::Role::System => Self::System,
+            store::Role::User => Self::User,
+            store::Role::Assistant => Self::Assistant,
+        }
+    }
+}
+
+/// `POST /v1/sessions/{id}/turns`: a turn of the chat as it happened, for
+/// `chatWith` to replay.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnRequest {
+    /// Who spoke.
+    pub role: Role,
+    /// What was said; not empty.
+    pub content: String,
+}
+
+/// A recorded chat turn.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Turn {
+    /// Orders the session's turns.
+    pub id: i64,
+    /// Who spoke.
+    pub role: Role,
+    /// What was said.
+    pub content: String,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<store::Turn> for Turn {
+    fn from(t: store::Turn) -> Self {
+        Self {
+            id: t.id,
+            role: t.role.into(),
+            content: t.content,
+            created_at: t.created_at,
+        }
+    }
+}
+
+/// The turn as recorded.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TurnResponse {
+    /// The stored turn.
+    pub turn: Turn,
+}
