@@ -42,6 +42,15 @@ pub struct Answer {
     pub text: String,
     /// The `Retry-After` header, if any.
     pub retry_after: Option<String>,
+    /// Every response header.
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Answer {
+    /// A response header as text, if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
 }
 
 impl Answer {
@@ -252,12 +261,14 @@ impl ServedApi {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let headers = response.headers().clone();
         let text = response.text().await.expect("response body");
         Answer {
             status,
             content_type,
             text,
             retry_after,
+            headers,
         }
     }
 

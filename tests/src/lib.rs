@@ -2,6 +2,7 @@
 pub mod agents;
 pub mod api;
 pub mod browser;
+pub mod cut;
 pub mod db;
 pub mod http;
 pub mod policies;

@@ -1,6 +1,7 @@
-//! The decision log's retention: logged decisions older than the
-//! retention are deleted in short batches, so the log (written on every
-//! pass) does not grow without bound and no delete holds locks for long.
+//! Retention: logged decisions older than the retention are deleted in
+//! short batches, so the log (written on every pass) does not grow without
+//! bound and no delete holds locks for long; the API's idempotency keys
+//! are deleted once past [`KEY_RETENTION`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,11 @@ const PURGE_BATCH: i64 = 5_000;
 
 /// Statements one purge runs at most; the rest waits for the next pass.
 const PURGE_ROUNDS: usize = 20;
+
+/// How long an `Idempotency-Key`'s answer is kept: the API promises at
+/// least 24 hours, and a day more covers a client retrying across a
+/// weekend's outage.
+pub const KEY_RETENTION: chrono::Duration = chrono::Duration::hours(48);
 
 /// Deletes logged decisions past their retention on an interval.
 pub struct Retention {
@@ -64,11 +70,21 @@ impl Retention {
         Ok(purged)
     }
 
+    /// Deletes the idempotency keys past [`KEY_RETENTION`]; returns how many.
+    pub async fn purge_keys(&self) -> Result<u64, StoreError> {
+        match self.clock.now().checked_sub_signed(KEY_RETENTION) {
+            Some(before) => self.store.purge_keys(before).await,
+            None => Ok(0),
+        }
+    }
+
+    /// One pass: the decision log, then the idempotency keys.
+    async fn purge(&self) -> Result<u64, StoreError> {
+        Ok(self.purge_decisions().await? + self.purge_keys().await?)
+    }
+
     /// Purges every `interval` until `shutdown` is cancelled.
     pub async fn run(self, interval: Duration, shutdown: CancellationToken) {
-        super::every(interval, shutdown, "decision log purge", || {
-            self.purge_decisions()
-        })
-        .await;
+        super::every(interval, shutdown, "retention purge", || self.purge()).await;
     }
 }

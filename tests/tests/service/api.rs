@@ -1,8 +1,9 @@
 //! The HTTP API against the real router served on loopback with a fresh
 //! SQLite store (and one smoke test on PostgreSQL): every route's happy
 //! path, and every malformed request answered with a 4xx and a JSON
-//! `{"error": …}` body, never a 500.
+//! problem document, never a 500.
 
+mod contract;
 mod executions;
 mod fuzz;
 mod scopes;
