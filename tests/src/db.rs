@@ -55,7 +55,9 @@ pub fn admin_url() -> String {
     std::env::var("NOMOS_TEST_PG_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned())
 }
 
-fn in_ci() -> bool {
+/// Whether this run is CI's, where a missing service fails a test instead of
+/// skipping it.
+pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 

@@ -6,6 +6,7 @@ pub mod cut;
 pub mod db;
 pub mod http;
 pub mod policies;
+pub mod python;
 pub mod replica;
 pub mod sim;
 pub mod wait;

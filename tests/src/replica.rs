@@ -315,6 +315,8 @@ fn serve_command(options: &ReplicaOptions) -> Command {
         .env_remove("NOMOS_CONTINUE_TOKEN")
         .env_remove("NOMOS_CONTINUE_ADMIN_TOKEN")
         .env_remove("NOMOS_CONTINUE_AGENT_TOKEN")
+        .env_remove("NOMOS_CONTINUE_WEBHOOK_SECRET")
+        .env_remove("NOMOS_CONTINUE_WEBHOOK_SECRET_FILE")
         .env_remove("NOMOS_CONTINUE_POLICY")
         .env_remove("NOMOS_CONTINUE_NO_WAKE_LISTENER")
         .env("NOMOS_CONTINUE_LOG", "warn")

@@ -20,6 +20,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
+use nomos_continue::agent::ContinuationEvent;
 use nomos_continue::store::{testing as bench, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -58,15 +59,11 @@ impl Seen {
 /// Accepts every request at once, keeping only the continuation's key.
 async fn hook(State(seen): State<Arc<Seen>>, body: Bytes) -> StatusCode {
     seen.requests.fetch_add(1, Ordering::Relaxed);
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&body) {
-        if value["kind"] == "continuation" {
-            if let Some(key) = value["idempotency_key"].as_str() {
-                seen.keys
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(key.to_owned());
-            }
-        }
+    if let Ok(event) = serde_json::from_slice::<ContinuationEvent>(&body) {
+        seen.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(event.data.idempotency_key);
     }
     StatusCode::OK
 }

@@ -7,30 +7,36 @@ pub mod chat;
 pub mod history;
 mod http;
 mod log;
+pub mod payload;
 mod replay;
+pub mod signature;
 pub mod webhook;
 
 pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};
 pub use history::StoreHistory;
 pub use log::LogAgent;
+pub use payload::{ContinuationEvent, NoticeEvent, WebhookEvent};
+pub use signature::{SecretError, WebhookSecret};
 pub use webhook::{WebhookAgent, WebhookConfig};
 
 /// Re-exported so a runtime implementing [`Agent`] or `ChatHistory` uses
 /// the same macro version as this crate without a dependency of its own.
 pub use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// One finished execution, as reported to the agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One finished execution, as reported to the agent (in-process, and in a
+/// webhook's `continuation.v1`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExecutionReport {
-    /// The execution id.
+    /// The execution id, as the tool result named it.
     pub id: Uuid,
     /// The runtime's status string, verbatim.
     pub status: String,
-    /// `completed`, `failed` or `cancelled`, as the policy classified it.
+    /// `completed`, `failed` or `cancelled`, as the policy classified the
+    /// status (`unknown` for a status the host holds no class of).
     pub outcome: String,
-    /// Its output (cut in the middle if over the size limit).
+    /// The execution's result as the runtime reported it.
     pub result: String,
 }
 

@@ -1,49 +1,32 @@
 //! The webhook adapter: delivers continuations and notices to the agent
 //! runtime by HTTP `POST`, for the standalone binary (`--agent-webhook URL`).
 //!
-//! # The contract with the runtime
+//! What a receiver gets and must answer (the two bodies, the headers, what
+//! each status means, verification) is written once, for integrators, in
+//! `docs/webhooks.md`; the bodies are the types of [`super::payload`].
 //!
-//! Every request is a `POST` with a JSON body (`Content-Type:
-//! application/json`), the header `Idempotency-Key: <key>` (the same key as
-//! in the body) and, when a token is configured, `Authorization: Bearer
-//! <token>`. The body's `kind` tells the receiver which of two shapes it got.
-//!
-//! A continuation (re-invoke the agent of `session_id` with `note`):
-//!
-//! ```json
-//! { "kind": "continuation",
-//!   "session_id": "3f2504e0-4f89-11d3-9a0c-0305e82c3301",
-//!   "idempotency_key": "…",
-//!   "executions": [ { "id": "…", "status": "failed", "outcome": "failed",
-//!                     "result": "ssh: connection refused" } ],
-//!   "note": "execution … failed: ssh: connection refused\n…",
-//!   "soul": "…" }
-//! ```
-//!
-//! A notice (show `notice` to the operator; do not run the agent):
-//!
-//! ```json
-//! { "kind": "notice", "session_id": "…", "idempotency_key": "…",
-//!   "notice": "execution … finished after the assent window closed; not continued" }
-//! ```
-//!
-//! The runtime answers any 2xx once it has *accepted* the request (it need
-//! not wait for the agent's turn to finish). 408, 429, 5xx, a time-out or a
-//! refused connection make the host retry later with the same key, so the
-//! runtime must drop a key it has already accepted. Any other status is a
-//! permanent failure: the host stops retrying and shows the failure. Redirects
-//! are not followed.
+//! Why it is shaped this way: the runtime answers as soon as it has
+//! *accepted* a request, so a slow agent turn never holds a lease; every
+//! retry carries the same key, so a receiver that drops a key it has seen
+//! makes redelivery after a crash harmless; and each request is signed the
+//! Standard Webhooks way, so a receiver can check who sent it and when
+//! without a secret ever crossing the network. Redirects are not followed:
+//! a redirected `POST` may be replayed as a `GET` or to another host.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderValue, AUTHORIZATION};
+use chrono::{DateTime, SubsecRound, Utc};
+use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Client, Url};
 use serde::Serialize;
-use uuid::Uuid;
 
 use super::http;
-use super::{AdapterConfigError, Agent, AgentError, Continuation, ExecutionReport, Notice};
+use super::payload::{ContinuationEvent, NoticeEvent};
+use super::signature::{signature_header, WebhookSecret};
+use super::{AdapterConfigError, Agent, AgentError, Continuation, Notice};
+use crate::clock::{Clock, SystemClock};
 
 /// The per-request time-out when none is configured. A webhook only has to
 /// accept the request, not run the agent, so ten seconds is generous.
@@ -55,27 +38,33 @@ pub struct WebhookConfig {
     /// Receives continuations (and notices, unless `notice_url` is set).
     pub url: String,
     /// A separate receiver for notices, for runtimes that route them apart;
-    /// `None` sends them to `url` (the `kind` field tells them apart).
+    /// `None` sends them to `url` (the body's `type` tells them apart).
     pub notice_url: Option<String>,
     /// Sent as `Authorization: Bearer <token>` when present.
     pub token: Option<String>,
     /// Bounds each request as a whole: connect, send and read.
     pub timeout: Duration,
+    /// Each signs every request (`webhook-signature`); two while one is
+    /// rotated. None sends requests unsigned.
+    pub secrets: Vec<WebhookSecret>,
 }
 
 impl WebhookConfig {
-    /// A configuration with no token, one URL and the default time-out.
+    /// A configuration with no token, no secret, one URL and the default
+    /// time-out.
     pub fn new(url: impl Into<String>) -> Self {
         WebhookConfig {
             url: url.into(),
             notice_url: None,
             token: None,
             timeout: DEFAULT_WEBHOOK_TIMEOUT,
+            secrets: Vec::new(),
         }
     }
 }
 
-// Written by hand so the token never reaches a log.
+// Written by hand so the token never reaches a log (the secrets redact
+// themselves; only their number is worth showing).
 impl std::fmt::Debug for WebhookConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookConfig")
@@ -83,43 +72,41 @@ impl std::fmt::Debug for WebhookConfig {
             .field("notice_url", &self.notice_url)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
+            .field("secrets", &self.secrets.len())
             .finish()
     }
 }
 
-/// An [`Agent`] that POSTs to the runtime's webhook; see the module
-/// documentation for the body it sends.
-#[derive(Debug, Clone)]
+/// An [`Agent`] that POSTs to the runtime's webhook; see `docs/webhooks.md`
+/// for what it sends.
+#[derive(Clone)]
 pub struct WebhookAgent {
     client: Client,
     url: Url,
     notice_url: Url,
     auth: Option<HeaderValue>,
+    secrets: Vec<WebhookSecret>,
+    /// Stamps `webhook-timestamp` and the body's `timestamp`.
+    clock: Arc<dyn Clock>,
 }
 
-/// The continuation body; field names are the contract documented above.
-#[derive(Serialize)]
-struct ContinuationBody<'a> {
-    kind: &'static str,
-    session_id: Uuid,
-    idempotency_key: &'a str,
-    executions: &'a [ExecutionReport],
-    note: &'a str,
-    soul: &'a str,
-}
-
-/// The notice body; field names are the contract documented above.
-#[derive(Serialize)]
-struct NoticeBody<'a> {
-    kind: &'static str,
-    session_id: Uuid,
-    idempotency_key: &'a str,
-    notice: &'a str,
+// Written by hand: a clock has no `Debug`, and the secrets only a count.
+impl std::fmt::Debug for WebhookAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookAgent")
+            .field("url", &self.url.as_str())
+            .field("notice_url", &self.notice_url.as_str())
+            .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
+            .field("secrets", &self.secrets.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WebhookAgent {
     /// Checks the configuration (URLs, token, time-out) once, so that a
-    /// mistake shows at start-up rather than as a failed delivery.
+    /// mistake shows at start-up rather than as a failed delivery. Requests
+    /// are stamped by the system clock unless [`Self::with_clock`] says
+    /// otherwise.
     pub fn new(config: WebhookConfig) -> Result<Self, AdapterConfigError> {
         let url = http::parse_url("webhook url", &config.url)?;
         let notice_url = match &config.notice_url {
@@ -132,25 +119,51 @@ impl WebhookAgent {
             url,
             notice_url,
             auth,
+            secrets: config.secrets,
+            clock: Arc::new(SystemClock),
         })
     }
 
-    /// Sends one JSON body and classifies the outcome.
+    /// Stamps requests with `clock`: the process's one clock in `serve`,
+    /// and a clock a test moves by hand.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The moment a request is sent, in whole seconds: the header carries
+    /// seconds, and the body's `timestamp` is then the same instant.
+    fn now(&self) -> DateTime<Utc> {
+        self.clock.now().trunc_subsecs(0)
+    }
+
+    /// Sends one JSON body, signed, and classifies the outcome.
     async fn post<B: Serialize + Sync>(
         &self,
         url: &Url,
         key: &str,
+        sent_at: DateTime<Utc>,
         body: &B,
     ) -> Result<(), AgentError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| AgentError::Permanent(format!("cannot encode the body: {e}")))?;
+        let key_value = http::idempotency_header(key)?;
+        let timestamp = sent_at.timestamp();
         let mut request = self
             .client
             .post(url.clone())
-            .header("Idempotency-Key", http::idempotency_header(key)?)
-            .json(body);
+            .header("Idempotency-Key", key_value.clone())
+            .header("webhook-id", key_value)
+            .header("webhook-timestamp", timestamp)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(signature) = signature_header(&self.secrets, key, timestamp, &body) {
+            request = request.header("webhook-signature", signature);
+        }
         if let Some(auth) = &self.auth {
             request = request.header(AUTHORIZATION, auth.clone());
         }
         let response = request
+            .body(body)
             .send()
             .await
             .map_err(|e| http::transport_error(url, &e))?;
@@ -162,26 +175,16 @@ impl WebhookAgent {
 #[async_trait]
 impl Agent for WebhookAgent {
     async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
-        let body = ContinuationBody {
-            kind: "continuation",
-            session_id: continuation.session_id,
-            idempotency_key: &continuation.idempotency_key,
-            executions: &continuation.executions,
-            note: &continuation.note,
-            soul: &continuation.soul,
-        };
-        self.post(&self.url, &continuation.idempotency_key, &body)
+        let sent_at = self.now();
+        let body = ContinuationEvent::new(continuation, sent_at);
+        self.post(&self.url, &continuation.idempotency_key, sent_at, &body)
             .await
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
-        let body = NoticeBody {
-            kind: "notice",
-            session_id: notice.session_id,
-            idempotency_key: &notice.idempotency_key,
-            notice: &notice.message,
-        };
-        self.post(&self.notice_url, &notice.idempotency_key, &body)
+        let sent_at = self.now();
+        let body = NoticeEvent::new(notice, sent_at);
+        self.post(&self.notice_url, &notice.idempotency_key, sent_at, &body)
             .await
     }
 }

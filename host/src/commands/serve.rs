@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DbArgs, PolicyLimitArgs};
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
+use crate::agent::WebhookSecret;
 use crate::server::{self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL};
 
 /// The default API address: loopback only.
@@ -82,6 +83,20 @@ pub struct ServeArgs {
     /// Bearer token sent to the webhook.
     #[arg(long, env = "NOMOS_CONTINUE_AGENT_TOKEN", hide_env_values = true)]
     agent_token: Option<String>,
+    /// Sign every webhook request with this Standard Webhooks secret
+    /// (`whsec_` and a base64 key of at least 24 bytes). Repeat it (or
+    /// separate secrets with commas) to sign with two while one is rotated.
+    #[arg(
+        long,
+        env = "NOMOS_CONTINUE_WEBHOOK_SECRET",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    webhook_secret: Vec<String>,
+    /// Read webhook secrets from this file, one a line (keeps them out of
+    /// the process list); they sign beside any --webhook-secret.
+    #[arg(long, env = "NOMOS_CONTINUE_WEBHOOK_SECRET_FILE")]
+    webhook_secret_file: Option<PathBuf>,
     /// A policy component to run instead of the built-in one; the file is
     /// watched and a valid new version is swapped in without a restart.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY")]
@@ -133,6 +148,8 @@ impl ServeArgs {
     fn into_config(self) -> Result<(SocketAddr, ServeConfig)> {
         let token = secret(self.token, self.token_file.as_deref())?;
         let admin_token = secret(self.admin_token, self.admin_token_file.as_deref())?;
+        let webhook_secrets =
+            webhook_secrets(&self.webhook_secret, self.webhook_secret_file.as_deref())?;
         let tls = match (self.tls_cert, self.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
@@ -148,6 +165,7 @@ impl ServeArgs {
             },
             agent_webhook: self.agent_webhook,
             agent_token: self.agent_token,
+            webhook_secrets,
             agent_openai: self.agent_openai,
             openai_model: self.openai_model,
             openai_key: self.openai_key,
@@ -185,6 +203,38 @@ fn secret(value: Option<String>, file: Option<&Path>) -> Result<Option<String>> 
         bail!("the token file {} is empty", path.display());
     }
     Ok(Some(token.to_owned()))
+}
+
+/// The webhook secrets given directly and those in `file` (one a line;
+/// blank lines and `#` comments skipped), each checked here so a bad one
+/// stops the start with a message saying which it was, never what it is.
+fn webhook_secrets(values: &[String], file: Option<&Path>) -> Result<Vec<WebhookSecret>> {
+    let mut secrets = Vec::new();
+    for (n, text) in values.iter().enumerate() {
+        let secret = WebhookSecret::parse(text)
+            .with_context(|| format!("--webhook-secret, value {}", n + 1))?;
+        secrets.push(secret);
+    }
+    let Some(path) = file else {
+        return Ok(secrets);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("read the webhook secret file {}", path.display()))?;
+    let before = secrets.len();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let secret = WebhookSecret::parse(line).with_context(|| {
+            format!("the webhook secret file {}, line {}", path.display(), n + 1)
+        })?;
+        secrets.push(secret);
+    }
+    if secrets.len() == before {
+        bail!("the webhook secret file {} holds no secret", path.display());
+    }
+    Ok(secrets)
 }
 
 /// Runs [`server::serve`] on its own runtime until a signal arrives.

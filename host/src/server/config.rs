@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::exposure::Insecure;
 use super::tls::TlsFiles;
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
+use crate::agent::WebhookSecret;
 use crate::api::Auth;
 use crate::policy::Limits;
 use crate::worker::WorkerConfig;
@@ -49,6 +50,9 @@ pub struct ServeConfig {
     pub agent_webhook: Option<String>,
     /// The bearer token for the webhook.
     pub agent_token: Option<String>,
+    /// Each signs every webhook request (Standard Webhooks); two while one
+    /// is rotated. None sends them unsigned, with a warning at start-up.
+    pub webhook_secrets: Vec<WebhookSecret>,
     /// An OpenAI-compatible chat endpoint for the built-in `chatWith`
     /// (history from the store); exclusive with `agent_webhook`.
     pub agent_openai: Option<String>,
@@ -99,6 +103,7 @@ impl Default for ServeConfig {
             insecure: Insecure::default(),
             agent_webhook: None,
             agent_token: None,
+            webhook_secrets: Vec::new(),
             agent_openai: None,
             openai_model: DEFAULT_OPENAI_MODEL.into(),
             openai_key: None,

@@ -46,9 +46,9 @@ pub(super) async fn load_policy(
     }
 }
 
-/// The webhook, `chatWith` over the store's history (stamped by `clock`),
-/// or (neither set) the agent that prints. Both set is refused rather than
-/// one silently winning.
+/// The webhook (its requests stamped by `clock`), `chatWith` over the
+/// store's history (stamped by `clock`), or (neither set) the agent that
+/// prints. Both set is refused rather than one silently winning.
 pub(super) fn build_agent(
     config: &ServeConfig,
     store: &Store,
@@ -61,11 +61,19 @@ pub(super) fn build_agent(
         (Some(url), None) => {
             let mut webhook = WebhookConfig::new(url.clone());
             webhook.token = config.agent_token.clone();
-            Ok(Arc::new(
-                WebhookAgent::new(webhook).context("configure the agent webhook")?,
-            ))
+            webhook.secrets = config.webhook_secrets.clone();
+            match webhook.secrets.len() {
+                0 => tracing::warn!(
+                    "webhook requests are unsigned: set --webhook-secret so the runtime can \
+                     verify them (docs/webhooks.md)"
+                ),
+                secrets => tracing::info!(secrets, "webhook requests are signed"),
+            }
+            let agent = WebhookAgent::new(webhook).context("configure the agent webhook")?;
+            Ok(Arc::new(agent.with_clock(clock)))
         }
         (None, Some(url)) => {
+            warn_unused_secrets(config);
             let mut chat = ChatConfig::new(url.clone(), config.openai_model.clone());
             chat.api_key = config.openai_key.clone();
             chat.budget_chars = config.openai_budget_chars;
@@ -78,9 +86,18 @@ pub(super) fn build_agent(
             Ok(Arc::new(agent))
         }
         (None, None) => {
+            warn_unused_secrets(config);
             tracing::warn!("no agent configured: continuations are printed on stdout");
             Ok(Arc::new(LogAgent))
         }
+    }
+}
+
+/// Secrets sign webhook requests only; set without a webhook they are
+/// probably meant for a configuration that was not given.
+fn warn_unused_secrets(config: &ServeConfig) {
+    if !config.webhook_secrets.is_empty() {
+        tracing::warn!("--webhook-secret is set but no --agent-webhook: nothing is signed");
     }
 }
 

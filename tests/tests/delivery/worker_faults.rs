@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use nomos_continue::agent::ContinuationEvent;
 use nomos_continue::store::{DeliveryKind, DeliveryState, LinkState, Store};
 use nomos_continue_tests::db::{self, PgTestDb};
 use nomos_continue_tests::http::{RecordedRequest, RecordingServer, Reply, Script};
@@ -86,25 +87,15 @@ impl Work {
 fn by_key(requests: &[RecordedRequest]) -> BTreeMap<String, Vec<BTreeSet<Uuid>>> {
     let mut out: BTreeMap<String, Vec<BTreeSet<Uuid>>> = BTreeMap::new();
     for request in requests {
-        let body = request
-            .json()
-            .unwrap_or_else(|| panic!("webhook body is not JSON: {}", request.text()));
-        assert_eq!(body["kind"], "continuation", "unexpected delivery: {body}");
-        let key = body["idempotency_key"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let event: ContinuationEvent = serde_json::from_slice(&request.body)
+            .unwrap_or_else(|e| panic!("not a continuation ({e}): {}", request.text()));
+        let key = event.data.idempotency_key;
         assert_eq!(
             request.header("idempotency-key"),
             Some(key.as_str()),
             "header and body keys differ"
         );
-        let ids = body["executions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e["id"].as_str().and_then(|s| Uuid::parse_str(s).ok()))
-            .collect();
+        let ids = event.data.executions.iter().map(|e| e.id).collect();
         out.entry(key).or_default().push(ids);
     }
     out

@@ -16,12 +16,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
+use nomos_continue::agent::ContinuationEvent;
 use nomos_continue::policy::golden::{self, Judging};
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue_tests::http::{RecordingServer, Script};
 use nomos_continue_tests::policies::{compile_cache_dir, precompiled, run_cli, wasmtime};
 use nomos_continue_tests::replica::{binary, Replica, ReplicaOptions};
-use serde_json::Value;
 use uuid::Uuid;
 
 /// A guard against a hung test, never the thing measured.
@@ -195,9 +195,9 @@ async fn serves_the_end_to_end_flow(guest: &Guest) -> Result<()> {
     let requests = tokio::time::timeout(PATIENCE, hook.wait_for_requests(1))
         .await
         .map_err(|_| anyhow!("no continuation; serve said:\n{}", replica.stderr()))?;
-    let body: Value = requests[0].json().context("the webhook body is JSON")?;
-    ensure!(body["kind"] == "continuation", "{body}");
-    let note = body["note"].as_str().context("a note")?;
+    let event: ContinuationEvent =
+        serde_json::from_slice(&requests[0].body).context("the webhook body is a continuation")?;
+    let note = &event.data.note;
     let line = format!("execution {execution} failed: ssh: connection refused");
     ensure!(
         note.lines().next() == Some(line.as_str()),
@@ -205,9 +205,9 @@ async fn serves_the_end_to_end_flow(guest: &Guest) -> Result<()> {
     );
     let builtin_soul = PolicyRuntime::new(Limits::default())?.soul().value?;
     ensure!(
-        body["soul"].as_str() == Some(builtin_soul.as_str()),
+        event.data.soul == builtin_soul,
         "the SOUL differs from the default policy's: {}",
-        body["soul"]
+        event.data.soul
     );
     Ok(())
 }

@@ -1,16 +1,22 @@
 //! The agent adapters against real HTTP servers on loopback: the webhook
-//! (body, headers, failure classification) and `chatWith` against a fake
-//! server that speaks the OpenAI chat-completions protocol (in
-//! `agent_adapters/chat.rs`).
+//! (body, headers, failure classification; every status against
+//! `docs/webhooks.md` in `agent_adapters/answers.rs`) and `chatWith`
+//! against a fake server that speaks the OpenAI chat-completions protocol
+//! (in `agent_adapters/chat.rs`).
 
+mod answers;
 mod chat;
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::DateTime;
+use nomos_continue::agent::signature::signature_header;
 use nomos_continue::agent::{
     AdapterConfigError, Agent, AgentError, Continuation, ExecutionReport, Notice, WebhookAgent,
-    WebhookConfig,
+    WebhookConfig, WebhookSecret,
 };
+use nomos_continue::clock::ManualClock;
 use nomos_continue_tests::http::{RecordingServer, Reply, Script};
 use serde_json::json;
 use uuid::Uuid;
@@ -75,6 +81,9 @@ fn permanent(result: Result<(), AgentError>) -> String {
     }
 }
 
+/// A random 32-byte key.
+const SECRET: &str = "whsec_MQWoEeNzSSQ/F3iIMAL6LmACwOpENY7xQHKvSLhFaSE=";
+
 #[tokio::test]
 async fn webhook_continuation_body_and_headers_are_exact() {
     let (_, server) = RecordingServer::start(Script::always(Reply::status(200)))
@@ -82,7 +91,12 @@ async fn webhook_continuation_body_and_headers_are_exact() {
         .expect("bind loopback");
     let mut config = WebhookConfig::new(server.url("/hook"));
     config.token = Some("s3cret".to_string());
-    let agent = WebhookAgent::new(config).expect("config");
+    config.secrets = vec![WebhookSecret::parse(SECRET).expect("a valid secret")];
+    // Half a second past the minute: the timestamp is whole seconds.
+    let sent_at = DateTime::from_timestamp(1_800_000_000, 500_000_000).expect("in range");
+    let agent = WebhookAgent::new(config)
+        .expect("config")
+        .with_clock(Arc::new(ManualClock::new(sent_at)));
 
     agent
         .continue_session(&continuation("key-1"))
@@ -95,22 +109,34 @@ async fn webhook_continuation_body_and_headers_are_exact() {
     assert_eq!(request.method, "POST");
     assert_eq!(request.path, "/hook");
     assert_eq!(request.header("idempotency-key"), Some("key-1"));
+    assert_eq!(request.header("webhook-id"), Some("key-1"));
+    assert_eq!(request.header("webhook-timestamp"), Some("1800000000"));
     assert_eq!(request.header("authorization"), Some("Bearer s3cret"));
     assert_eq!(request.header("content-type"), Some("application/json"));
     let expected = json!({
-        "kind": "continuation",
-        "session_id": SESSION.to_string(),
-        "idempotency_key": "key-1",
-        "executions": [
-            {"id": EXEC_FAILED.to_string(), "status": "FAILED", "outcome": "failed",
-             "result": "ssh: connection refused"},
-            {"id": EXEC_DONE.to_string(), "status": "done", "outcome": "completed",
-             "result": "container 101 created"},
-        ],
-        "note": format!("execution {EXEC_FAILED} failed: ssh: connection refused"),
-        "soul": "You will be re-invoked when async steps finish.",
+        "type": "continuation.v1",
+        "timestamp": "2027-01-15T08:00:00Z",
+        "data": {
+            "session_id": SESSION.to_string(),
+            "idempotency_key": "key-1",
+            "executions": [
+                {"id": EXEC_FAILED.to_string(), "status": "FAILED", "outcome": "failed",
+                 "result": "ssh: connection refused"},
+                {"id": EXEC_DONE.to_string(), "status": "done", "outcome": "completed",
+                 "result": "container 101 created"},
+            ],
+            "note": format!("execution {EXEC_FAILED} failed: ssh: connection refused"),
+            "soul": "You will be re-invoked when async steps finish.",
+        },
     });
     assert_eq!(request.json(), Some(expected));
+    // Signed over the bytes as sent (tests/tests/service/webhooks.rs checks
+    // the signing itself against the reference implementation).
+    let secrets = [WebhookSecret::parse(SECRET).expect("a valid secret")];
+    assert_eq!(
+        request.header("webhook-signature").map(str::to_owned),
+        signature_header(&secrets, "key-1", 1_800_000_000, &request.body)
+    );
 }
 
 #[tokio::test]
@@ -120,14 +146,29 @@ async fn webhook_notice_body_without_token_and_to_the_notice_url() {
     let request = &server.requests()[0];
     assert_eq!(request.path, "/hook");
     assert_eq!(request.header("idempotency-key"), Some("n-1"));
+    assert_eq!(request.header("webhook-id"), Some("n-1"));
     assert_eq!(request.header("authorization"), None);
-    let expected = json!({
-        "kind": "notice",
-        "session_id": SESSION.to_string(),
-        "idempotency_key": "n-1",
-        "notice": "execution finished after the assent window closed",
-    });
-    assert_eq!(request.json(), Some(expected));
+    assert_eq!(
+        request.header("webhook-signature"),
+        None,
+        "no secret, no signature"
+    );
+    let body = request.json().expect("JSON");
+    assert_eq!(body["type"], "notice.v1");
+    assert_eq!(
+        body["data"],
+        json!({
+            "session_id": SESSION.to_string(),
+            "idempotency_key": "n-1",
+            "notice": "execution finished after the assent window closed",
+        })
+    );
+    let stamped = body["timestamp"].as_str().expect("a timestamp");
+    let stamped = DateTime::parse_from_rfc3339(stamped).expect("RFC 3339");
+    assert_eq!(
+        request.header("webhook-timestamp"),
+        Some(stamped.timestamp().to_string().as_str())
+    );
 
     let mut config = WebhookConfig::new(server.url("/hook"));
     config.notice_url = Some(server.url("/notices"));
@@ -295,6 +336,15 @@ fn adapter_configuration_is_checked_up_front() {
     assert_eq!(
         WebhookAgent::new(config).err(),
         Some(AdapterConfigError::Token)
+    );
+    let mut config = WebhookConfig::new("http://127.0.0.1:1/hook");
+    config.token = Some("s3cret".to_string());
+    config.secrets = vec![WebhookSecret::parse(SECRET).expect("a valid secret")];
+    let shown = format!("{config:?} {:?}", WebhookAgent::new(config.clone()));
+    let key = SECRET.trim_start_matches("whsec_");
+    assert!(
+        !shown.contains("s3cret") && !shown.contains(key),
+        "a secret in Debug: {shown}"
     );
     let mut config = WebhookConfig::new("http://127.0.0.1:1/hook");
     config.timeout = Duration::ZERO;

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use nomos_continue::agent::{ContinuationEvent, NoticeEvent};
 use nomos_continue_tests::http::{RecordedRequest, RecordingServer, Script};
 use nomos_continue_tests::replica::binary;
 use nomos_continue_tests::wait::{try_within, PATIENCE};
@@ -274,48 +275,47 @@ async fn approve_link_fail_complete_deny_through_the_binary() {
     for (request, body) in requests.iter().zip(bodies(&requests)) {
         assert_eq!(request.method, "POST");
         assert_eq!(request.path, "/hook");
-        let fields: BTreeSet<&str> = body
-            .as_object()
-            .expect("object")
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let fields = |value: &Value| -> BTreeSet<String> {
+            value.as_object().expect("object").keys().cloned().collect()
+        };
         assert_eq!(
-            fields,
-            BTreeSet::from([
-                "executions",
-                "idempotency_key",
-                "kind",
-                "note",
-                "session_id",
-                "soul"
-            ]),
+            fields(&body),
+            BTreeSet::from(["data", "timestamp", "type"].map(String::from))
+        );
+        assert_eq!(
+            fields(&body["data"]),
+            BTreeSet::from(
+                [
+                    "executions",
+                    "idempotency_key",
+                    "note",
+                    "session_id",
+                    "soul"
+                ]
+                .map(String::from)
+            ),
             "a continuation carries no operator message: {body}"
         );
-        assert_eq!(body["kind"], "continuation");
-        assert_eq!(body["session_id"], session.to_string());
-        let key = body["idempotency_key"].as_str().expect("key");
+        let event: ContinuationEvent =
+            serde_json::from_value(body.clone()).expect("a continuation.v1");
+        let data = event.data;
+        assert_eq!(data.session_id, session);
+        let key = data.idempotency_key.as_str();
         assert_eq!(request.header("idempotency-key"), Some(key));
+        assert_eq!(request.header("webhook-id"), Some(key));
         assert!(keys.insert(key.to_owned()), "key {key} delivered twice");
-        assert!(
-            body["soul"].as_str().is_some_and(|s| !s.trim().is_empty()),
-            "empty soul"
-        );
-        let note = body["note"].as_str().expect("note");
-        for execution in body["executions"].as_array().expect("executions") {
-            let id: Uuid = execution["id"]
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .expect("execution id");
-            reported.push(id);
-            if id == a {
-                assert_eq!(execution["outcome"], "failed");
+        assert!(!data.soul.trim().is_empty(), "empty soul");
+        let note = &data.note;
+        for execution in &data.executions {
+            reported.push(execution.id);
+            if execution.id == a {
+                assert_eq!(execution.outcome, "failed");
                 let line = format!("execution {a} failed: ssh: connection refused");
                 assert!(
                     note.lines().any(|l| l == line),
                     "no line {line:?} in note:\n{note}"
                 );
-                if body["executions"].as_array().map(Vec::len) == Some(1) {
+                if data.executions.len() == 1 {
                     assert_eq!(note.lines().next(), Some(line.as_str()));
                 }
             }
@@ -366,9 +366,9 @@ async fn approve_link_fail_complete_deny_through_the_binary() {
         "{summary}"
     );
     let requests = hook.requests();
-    let notices: Vec<Value> = bodies(&requests)
+    let notices: Vec<NoticeEvent> = bodies(&requests)
         .into_iter()
-        .filter(|b| b["kind"] == "notice")
+        .filter_map(|b| serde_json::from_value(b).ok())
         .collect();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(
@@ -376,12 +376,10 @@ async fn approve_link_fail_complete_deny_through_the_binary() {
         continuations + 1,
         "nothing but the notice after the deny"
     );
-    assert_eq!(notices[0]["session_id"], session.to_string());
+    assert_eq!(notices[0].data.session_id, session);
     assert!(
-        notices[0]["notice"]
-            .as_str()
-            .is_some_and(|n| n.contains(&c.to_string())),
-        "{}",
+        notices[0].data.notice.contains(&c.to_string()),
+        "{:?}",
         notices[0]
     );
 

@@ -10,13 +10,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
-use serde_json::Value;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
 use super::client::ApiClient;
 use super::executor::Executor;
 use super::timeline::{Actor, Timeline};
+use crate::agent::WebhookEvent;
 use crate::clock::Clock;
 use crate::store::{Role, Store};
 
@@ -126,40 +126,33 @@ impl ScriptedAgent {
     }
 
     /// One re-invocation: decide the next move from each finished execution.
-    async fn handle(&self, body: &Value) -> anyhow::Result<()> {
-        let key = body["idempotency_key"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+    async fn handle(&self, event: &WebhookEvent) -> anyhow::Result<()> {
+        let key = event.idempotency_key().to_string();
         if !self.lock().seen.insert(key.clone()) {
             self.timeline
                 .record(Actor::Agent, format!("redelivery of {key} ignored"));
             return Ok(());
         }
-        if body["kind"] == "notice" {
-            self.timeline.record(
-                Actor::System,
-                format!("notice: {}", body["notice"].as_str().unwrap_or_default()),
-            );
-            return Ok(());
-        }
-        let headline = body["note"]
-            .as_str()
-            .and_then(|n| n.lines().next())
-            .unwrap_or_default();
+        let continuation = match event {
+            WebhookEvent::Notice(notice) => {
+                self.timeline
+                    .record(Actor::System, format!("notice: {}", notice.data.notice));
+                return Ok(());
+            }
+            WebhookEvent::Continuation(continuation) => &continuation.data,
+        };
+        let headline = continuation.note.lines().next().unwrap_or_default();
         self.timeline
             .record(Actor::System, format!("re-invoked the agent: {headline}"));
-        let executions = body["executions"].as_array().cloned().unwrap_or_default();
-        for execution in executions {
-            let id = execution["id"]
-                .as_str()
-                .and_then(|s| Uuid::parse_str(s).ok());
-            let step = id
-                .and_then(|id| self.lock().steps.get(&id).cloned())
+        for execution in &continuation.executions {
+            let step = self
+                .lock()
+                .steps
+                .get(&execution.id)
+                .cloned()
                 .unwrap_or_default();
-            let outcome = execution["outcome"].as_str().unwrap_or_default();
-            let result = execution["result"].as_str().unwrap_or_default();
-            self.next_move(&step, outcome, result).await?;
+            self.next_move(&step, &execution.outcome, &execution.result)
+                .await?;
         }
         Ok(())
     }
@@ -197,8 +190,11 @@ impl ScriptedAgent {
     }
 }
 
-async fn webhook(State(agent): State<Arc<ScriptedAgent>>, Json(body): Json<Value>) -> StatusCode {
-    match agent.handle(&body).await {
+async fn webhook(
+    State(agent): State<Arc<ScriptedAgent>>,
+    Json(event): Json<WebhookEvent>,
+) -> StatusCode {
+    match agent.handle(&event).await {
         Ok(()) => StatusCode::OK,
         Err(e) => {
             agent
