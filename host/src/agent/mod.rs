@@ -16,7 +16,9 @@ pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};
 pub use history::StoreHistory;
 pub use log::LogAgent;
 pub use payload::{ContinuationEvent, NoticeEvent, WebhookEvent};
-pub use signature::{SecretError, WebhookSecret};
+#[cfg(feature = "test-support")]
+pub use signature::SecretError;
+pub use signature::WebhookSecret;
 pub use webhook::{WebhookAgent, WebhookConfig};
 
 /// Re-exported so a runtime implementing [`Agent`] or `ChatHistory` uses

@@ -112,6 +112,7 @@ impl WebhookEvent {
     }
 
     /// The session of either shape.
+    #[cfg(feature = "test-support")]
     pub fn session_id(&self) -> Uuid {
         match self {
             Self::Continuation(event) => event.data.session_id,

@@ -56,7 +56,9 @@ pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};
 pub use limits::BodyCaps;
 #[cfg(feature = "test-support")]
 pub use limits::{BodyCap, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
-pub use openapi::{document as openapi_document, document_text as openapi_text};
+#[cfg(feature = "test-support")]
+pub use openapi::document as openapi_document;
+pub use openapi::document_text as openapi_text;
 
 use crate::clock::Clock;
 use crate::deploy::PolicyDeployment;

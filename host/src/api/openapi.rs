@@ -18,6 +18,7 @@ use utoipa::{Modify, OpenApi};
 use super::error::PROBLEM_JSON;
 use super::request::REQUEST_ID_HEADER;
 use super::wire;
+use crate::agent::{ContinuationEvent, NoticeEvent};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -52,7 +53,7 @@ use super::wire;
         super::service::readyz,
         super::service::openapi,
     ),
-    components(schemas(wire::Problem)),
+    components(schemas(wire::Problem, ContinuationEvent, NoticeEvent)),
     modifiers(&Shared),
     security(("bearer" = [])),
     tags(
@@ -187,6 +188,7 @@ pub fn document() -> Value {
                 }
             };
             binary_upload(&mut doc);
+            doc["webhooks"] = webhooks();
             doc
         })
         .clone()
@@ -200,6 +202,62 @@ fn binary_upload(doc: &mut Value) {
     if let Some(media) = content.get_mut("application/octet-stream") {
         media["schema"] = json!({ "type": "string", "format": "binary" });
     }
+}
+
+/// OpenAPI 3.1 `webhooks`: what the engine POSTs to the runtime's
+/// `--agent-webhook` (docs/webhooks.md is the integrator's page). The
+/// bodies are the `agent::payload` types the webhook adapter sends.
+fn webhooks() -> Value {
+    let header = |name: &str, description: &str, required: bool| {
+        json!({ "name": name, "in": "header", "required": required,
+                "description": description, "schema": { "type": "string" } })
+    };
+    let parameters = json!([
+        header(
+            "webhook-id",
+            "The delivery's idempotency key: the same on every attempt",
+            true
+        ),
+        header(
+            "webhook-timestamp",
+            "Unix seconds when this attempt was sent",
+            true
+        ),
+        header(
+            "webhook-signature",
+            "`v1,<base64 HMAC-SHA256 of id.timestamp.body>`, one per configured secret, \
+             space-separated; absent when no secret is configured",
+            false,
+        ),
+        header("Idempotency-Key", "The same key as `webhook-id`", true),
+    ]);
+    let responses = json!({
+        "2XX": { "description": "Accepted: the key is done, never sent again" },
+        "409": { "description": "Still handling this key: sent again later, not counted as a failure" },
+        "429": { "description": "Come back later (after `Retry-After`): not counted as a failure" },
+        "4XX": { "description": "Refused for good: the delivery fails and a notice says so" },
+        "5XX": { "description": "Failed: sent again with backoff, within the retry budget" },
+    });
+    let hook = |summary: &str, schema: &str| {
+        json!({ "post": {
+            "summary": summary,
+            "operationId": format!("receive_{}", schema.to_lowercase()),
+            "parameters": parameters,
+            "requestBody": { "required": true, "content": { "application/json": {
+                "schema": { "$ref": format!("#/components/schemas/{schema}") } } } },
+            "responses": responses,
+        } })
+    };
+    json!({
+        "continuation": hook(
+            "Re-invoke the session's agent with its finished executions (`continuation.v1`)",
+            "ContinuationEvent",
+        ),
+        "notice": hook(
+            "Show the session's operator a notice; do not run the agent (`notice.v1`)",
+            "NoticeEvent",
+        ),
+    })
 }
 
 /// The document as the committed file holds it: pretty, with a final newline.
