@@ -232,11 +232,15 @@ fn webhooks() -> Value {
         header("Idempotency-Key", "The same key as `webhook-id`", true),
     ]);
     let responses = json!({
-        "2XX": { "description": "Accepted: the key is done, never sent again" },
-        "409": { "description": "Still handling this key: sent again later, not counted as a failure" },
-        "429": { "description": "Come back later (after `Retry-After`): not counted as a failure" },
-        "4XX": { "description": "Refused for good: the delivery fails and a notice says so" },
-        "5XX": { "description": "Failed: sent again with backoff, within the retry budget" },
+        "2XX": { "description": "Accepted: the key is done and never sent again" },
+        "409": { "description": "Still handling an earlier request with this key: sent \
+            again later with the same key, not counted as an attempt" },
+        "429": { "description": "Come back later: sent again after `Retry-After`, not \
+            counted as an attempt (408 is treated the same)" },
+        "4XX": { "description": "Refused for good (every 4xx but 408, 409 and 429): the \
+            delivery fails, and a continuation's failure is told in one notice" },
+        "5XX": { "description": "Sent again later with the same key: 502, 503 and 504 \
+            after `Retry-After` and not counted as attempts; every other 5xx counted" },
     });
     let hook = |summary: &str, schema: &str| {
         json!({ "post": {

@@ -125,3 +125,42 @@ fn an_index_is_named_as_a_whole_word() {
     assert!(!names(sql, "idx"));
     assert!(!names(sql, "idx_a2"));
 }
+
+/// SHA-384 of every up migration of release 0.1.0, as `_sqlx_migrations`
+/// records it. From 0.1.0 on migrations are append-only: a released file
+/// is never edited (a database that ran it would refuse the new text), so
+/// its checksum is pinned here; a new migration is added to the list when
+/// it is released.
+const RELEASED: &[(&str, i64, &str)] = &[];
+
+#[test]
+fn released_migrations_keep_their_checksums() {
+    let mut listed = Vec::new();
+    for (folder, migrator) in migrators() {
+        for m in migrator
+            .iter()
+            .filter(|m| m.migration_type.is_up_migration())
+        {
+            listed.push(format!(
+                "    (\"{folder}\", {}, \"{}\"),",
+                m.version,
+                hex(&m.checksum)
+            ));
+        }
+    }
+    let pinned: Vec<String> = RELEASED
+        .iter()
+        .map(|(folder, version, sum)| format!("    (\"{folder}\", {version}, \"{sum}\"),"))
+        .collect();
+    assert!(
+        pinned.len() >= 16,
+        "0.1.0 released 017-024 on both backends"
+    );
+    let changed: Vec<&String> = pinned.iter().filter(|p| !listed.contains(p)).collect();
+    assert!(
+        changed.is_empty(),
+        "released migrations changed ({changed:?}); add a new migration instead. \
+         Embedded now:\n{}",
+        listed.join("\n")
+    );
+}
