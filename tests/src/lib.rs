@@ -5,6 +5,7 @@ pub mod browser;
 pub mod db;
 pub mod http;
 pub mod policies;
+pub mod python;
 pub mod replica;
 pub mod sim;
 pub mod wait;
