@@ -119,14 +119,18 @@ impl Drop for Serve {
 }
 
 /// Runs a venv program to its end within `patience` (killed past it),
-/// with `tests/python` and `extra` on PYTHONPATH.
+/// with `tests/python` and `extra` on PYTHONPATH, in a directory of its
+/// own: schemathesis and hypothesis leave caches in theirs, which must
+/// not land in the work tree.
 async fn run(program: &Path, args: &[&str], extra: &[&Path], patience: Duration) -> Output {
+    let cwd = tempfile::tempdir().expect("tempdir");
     let mut path = vec![python_dir()];
     path.extend(extra.iter().map(|p| p.to_path_buf()));
     let pythonpath = std::env::join_paths(path).expect("PYTHONPATH");
     let child = Command::new(program)
         .args(args)
-        .current_dir(python_dir())
+        .current_dir(cwd.path())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONPATH", pythonpath)
         .env("SCHEMATHESIS_HOOKS", "schemathesis_hooks")
         .stdin(Stdio::null())
@@ -222,9 +226,10 @@ async fn a_generated_python_client_drives_the_story() {
         .await
         .expect("webhook");
     let serve = Serve::start(&hook.url("/hook")).await;
+    let script = python_dir().join("client_story.py");
     let story = run(
         &python,
-        &["client_story.py", &serve.base_url(), RUNTIME_TOKEN],
+        &[&script.to_string_lossy(), &serve.base_url(), RUNTIME_TOKEN],
         &[dir.path()],
         PATIENCE * 2,
     )
