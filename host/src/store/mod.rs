@@ -64,7 +64,6 @@ mod types;
 mod windows;
 mod workers;
 
-#[cfg(feature = "test-support")]
 pub use chat::history::SessionNotice;
 pub use deliveries::notice::NoticeAbout;
 pub use deliveries::plan::FreshClaim;
