@@ -310,6 +310,16 @@ async fn schemathesis(bin: &Path, serve: &Serve, token: &str, patience: Duration
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no test case count:\n{said}"));
     assert!(cases > 0, "schemathesis ran nothing:\n{said}");
+    // "Selected: 20/20" then "Tested: 20": no operation left out.
+    let field = |name: &str| {
+        said.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {name:?} line:\n{said}"))
+    };
+    let selected = field("Selected:");
+    let total = selected.rsplit('/').next().unwrap_or(selected);
+    assert_eq!(field("Tested:"), total, "operations left untested:\n{said}");
     Probe {
         cases,
         took: started.elapsed(),
