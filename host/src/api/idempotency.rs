@@ -46,6 +46,7 @@ pub(super) struct KeyHeader {
         rename = "Idempotency-Key",
         min_length = 1,
         max_length = 255,
+        pattern = "^[!-~]+$",
         nullable = false
     )]
     idempotency_key: Option<String>,

@@ -1,7 +1,8 @@
 //! The service from outside: the HTTP API and its OpenAPI document, the
 //! console in a real browser, the agent adapters, the real binary end to
-//! end, the demo, the documented flags and README examples, and the
-//! layering rules of the house.
+//! end, the demo, the documented flags and README examples, the
+//! layering rules of the house, and the OpenAPI document as other people's
+//! tools read it (a generated Python client, schemathesis).
 
 mod agent_adapters;
 mod api;
@@ -12,6 +13,7 @@ mod e2e;
 mod exposure;
 mod house;
 mod openapi;
+mod peers;
 mod readme;
 mod signing_cli;
 mod webhooks;

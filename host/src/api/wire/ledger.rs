@@ -36,7 +36,8 @@ impl From<store::Settlement> for Settlement {
 #[serde(deny_unknown_fields)]
 pub struct ExecutionReportRequest {
     /// The raw status (`running`, `completed`, `failed`, ...); the policy
-    /// decides which statuses are terminal.
+    /// decides which statuses are terminal. Not blank.
+    #[schema(pattern = r"\S")]
     pub status: String,
     /// The output or error so far; `null` or absent is the empty result.
     #[serde(default, deserialize_with = "crate::policy::types::null_as_empty")]

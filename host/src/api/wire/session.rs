@@ -301,7 +301,8 @@ impl From<store::Role> for Role {
 pub struct TurnRequest {
     /// Who spoke.
     pub role: Role,
-    /// What was said; not empty.
+    /// What was said; not blank.
+    #[schema(pattern = r"\S")]
     pub content: String,
 }
 
