@@ -247,12 +247,13 @@ async fn a_generated_python_client_drives_the_story() {
     assert_eq!(requests.len(), 1, "one continuation, no redelivery");
     let body = requests[0].json().expect("the webhook body is JSON");
     assert_eq!(requests[0].path, "/hook");
-    assert_eq!(body["kind"], "continuation");
-    assert_eq!(body["session_id"], facts["session_id"]);
-    assert_eq!(body["idempotency_key"], facts["idempotency_key"]);
-    assert_eq!(body["note"], facts["note"]);
-    assert_eq!(body["executions"][0]["id"], facts["execution_id"]);
-    assert_eq!(body["executions"][0]["outcome"], "failed");
+    assert_eq!(body["type"], "continuation.v1");
+    let data = &body["data"];
+    assert_eq!(data["session_id"], facts["session_id"]);
+    assert_eq!(data["idempotency_key"], facts["idempotency_key"]);
+    assert_eq!(data["note"], facts["note"]);
+    assert_eq!(data["executions"][0]["id"], facts["execution_id"]);
+    assert_eq!(data["executions"][0]["outcome"], "failed");
     eprintln!(
         "generated client: {} operations in {generated_in:?}, story passed after {:?}: {}",
         operations.len(),
