@@ -10,6 +10,7 @@ DROP TRIGGER IF EXISTS nomos_sessions_from_windows ON nomos_assent_windows;
 DROP FUNCTION IF EXISTS nomos_sessions_from_links();
 DROP FUNCTION IF EXISTS nomos_sessions_from_windows();
 DROP TABLE IF EXISTS nomos_sessions;
+DROP TABLE IF EXISTS nomos_link_data;
 DROP TABLE IF EXISTS nomos_status_classes;
 DROP TABLE IF EXISTS nomos_workers;
 DROP TABLE IF EXISTS nomos_late_reports;

@@ -53,6 +53,7 @@ mod deliveries;
 mod dialect;
 mod executions;
 mod handle;
+mod link_data;
 mod links;
 mod migrate;
 mod policy;
@@ -70,6 +71,7 @@ pub use deliveries::plan::FreshClaim;
 pub use deliveries::record::FailedCall;
 pub use deliveries::settle::RetryOutcome;
 pub use handle::Database;
+pub use link_data::LinkTrace;
 pub use links::Poll;
 #[cfg(feature = "test-support")]
 pub use migrate::LOCK_ATTEMPTS;
