@@ -8,6 +8,10 @@
 //! in the body) and, when a token is configured, `Authorization: Bearer
 //! <token>`. The body's `kind` tells the receiver which of two shapes it got.
 //!
+//! Every request also carries a W3C `traceparent` (and `tracestate`, if any)
+//! naming the host's `deliver` span, a child of the trace the runtime sent
+//! with the tool result or status report (`docs/tracing.md`).
+//!
 //! A continuation (re-invoke the agent of `session_id` with `note`):
 //!
 //! ```json
@@ -140,6 +144,7 @@ impl WebhookAgent {
         &self,
         url: &Url,
         key: &str,
+        trace: http::Trace<'_>,
         body: &B,
     ) -> Result<(), AgentError> {
         let mut request = self
@@ -147,6 +152,7 @@ impl WebhookAgent {
             .post(url.clone())
             .header("Idempotency-Key", http::idempotency_header(key)?)
             .json(body);
+        request = trace.apply(request);
         if let Some(auth) = &self.auth {
             request = request.header(AUTHORIZATION, auth.clone());
         }
@@ -170,7 +176,8 @@ impl Agent for WebhookAgent {
             note: &continuation.note,
             soul: &continuation.soul,
         };
-        self.post(&self.url, &continuation.idempotency_key, &body)
+        let trace = http::Trace::of(&continuation.traceparent, &continuation.tracestate);
+        self.post(&self.url, &continuation.idempotency_key, trace, &body)
             .await
     }
 
@@ -181,7 +188,8 @@ impl Agent for WebhookAgent {
             idempotency_key: &notice.idempotency_key,
             notice: &notice.message,
         };
-        self.post(&self.notice_url, &notice.idempotency_key, &body)
+        let trace = http::Trace::of(&notice.traceparent, &notice.tracestate);
+        self.post(&self.notice_url, &notice.idempotency_key, trace, &body)
             .await
     }
 }

@@ -3,6 +3,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -28,6 +29,7 @@ pub(super) struct ExecutionState {
 pub(super) async fn record_execution(
     State(state): State<AppState>,
     execution_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let execution_id = parse_id("execution id", &execution_id?.0)?;
@@ -48,6 +50,7 @@ pub(super) async fn record_execution(
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
         .await?;
+    crate::telemetry::reported(&state.store, &headers, execution_id, state.clock.now()).await;
     // "terminal" is the stored state, which a late report does not change.
     let mut answer = json!({
         "execution": execution,

@@ -180,7 +180,10 @@ mod tests {
         assert_eq!(parsed.traceparent(), VALID);
         assert_eq!(parsed.tracestate(), Some("congo=t61rcWkgMzE"));
         let span = parsed.span_context();
-        assert_eq!(format!("{:032x}", span.trace_id()), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(
+            format!("{:032x}", span.trace_id()),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
         assert_eq!(format!("{:016x}", span.span_id()), "00f067aa0ba902b7");
         assert!(span.is_remote() && span.is_sampled());
         assert_eq!(TraceContext::of(&span), Some(parsed));

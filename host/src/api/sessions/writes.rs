@@ -4,6 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -14,6 +15,7 @@ use crate::api::limits::{cap_text, MAX_TURN_BYTES};
 use crate::api::AppState;
 use crate::policy::PolicyHandle;
 use crate::store::{Role, Route, MAX_WINDOW};
+use crate::telemetry::LinkSpan;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,9 +29,11 @@ pub(in crate::api) struct ToolResult {
 pub(in crate::api) async fn link_tool_result(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
+    let span = LinkSpan::start(&headers, session_id);
     let ToolResult { text } = parse_json(&state.caps.tool_result.take(body)?)?;
     cap_text("text", &text, state.policy.limits().max_text_bytes)?;
     let evaluated = PolicyHandle::from(&state.policy)
@@ -45,6 +49,7 @@ pub(in crate::api) async fn link_tool_result(
         .store
         .link(session_id, &ids, state.clock.now())
         .await?;
+    span.linked(&state.store, &outcome, state.clock.now()).await;
     if !outcome.linked.is_empty() {
         state.wake.notify_one();
     }

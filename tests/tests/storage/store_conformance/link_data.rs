@@ -32,9 +32,9 @@ pub async fn a_tool_results_trace_wins_and_a_reports_only_fills(store: Store) {
     let report = |ids: Vec<Uuid>, traceparent: &'static str, n: i64| {
         let store = store.clone();
         async move {
-            (store.keep_trace(&ids, traceparent, Some("r=1"), TraceSource::StatusReport, at(n)))
-                .await
-                .expect("keep a report's trace")
+            let source = TraceSource::StatusReport;
+            let kept = store.keep_trace(&ids, traceparent, Some("r=1"), source, at(n));
+            kept.await.expect("keep a report's trace")
         }
     };
     // A runtime may report before it links: the report's context is kept.
@@ -42,7 +42,10 @@ pub async fn a_tool_results_trace_wins_and_a_reports_only_fills(store: Store) {
     // A second report does not replace it.
     assert_eq!(report(vec![a], REPORT_LATER, 2).await, 0);
     let expected_a = trace(REPORT, Some("r=1"), TraceSource::StatusReport);
-    assert_eq!(kept(&store, &[a, b, never]).await, HashMap::from([(a, expected_a)]));
+    assert_eq!(
+        kept(&store, &[a, b, never]).await,
+        HashMap::from([(a, expected_a)])
+    );
 
     // The tool result's replaces it, tracestate included, and is kept for
     // an id named twice once.
@@ -59,7 +62,13 @@ pub async fn a_tool_results_trace_wins_and_a_reports_only_fills(store: Store) {
     assert_eq!(report(vec![b], REPORT_LATER, 4).await, 0);
     assert_eq!(kept(&store, &[b]).await[&b], tool);
     let again = store
-        .keep_trace(&[b], TOOL_AGAIN, Some("t=2"), TraceSource::ToolResult, at(5))
+        .keep_trace(
+            &[b],
+            TOOL_AGAIN,
+            Some("t=2"),
+            TraceSource::ToolResult,
+            at(5),
+        )
         .await
         .expect("keep a tool result's trace");
     assert_eq!(again, 1);
@@ -81,11 +90,20 @@ pub async fn a_tool_results_trace_wins_and_a_reports_only_fills(store: Store) {
 /// table as it was, and a kept trace does not change what the worker reads.
 pub async fn a_kept_trace_changes_no_link(store: Store) {
     let (session, execs) = ready_session(&store, 2).await;
-    let before = store.pending_links_for_session(session).await.expect("links");
+    let before = store
+        .pending_links_for_session(session)
+        .await
+        .expect("links");
     store
         .keep_trace(&execs, TOOL, None, TraceSource::ToolResult, at(2))
         .await
         .expect("keep");
-    assert_eq!(store.pending_links_for_session(session).await.expect("links"), before);
+    assert_eq!(
+        store
+            .pending_links_for_session(session)
+            .await
+            .expect("links"),
+        before
+    );
     assert_eq!(kept(&store, &execs).await.len(), 2);
 }
