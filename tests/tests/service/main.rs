@@ -14,3 +14,4 @@ mod house;
 mod openapi;
 mod readme;
 mod signing_cli;
+mod trace_context;
