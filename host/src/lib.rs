@@ -49,6 +49,9 @@
 //!   server from the same store and policy, behind the API's tokens.
 //! - `server`: the one assembly of all of the above into a running process
 //!   ([`serve`], [`Server`]), used by `serve`, the demo and the tests.
+//! - `telemetry`: W3C trace context kept with each link and carried back
+//!   with its continuation, the `link`, `decide` and `deliver` spans, and
+//!   their OTLP export.
 //! - `clock`: the injectable "now" the worker acts on.
 //! - `metrics`: counters and histograms for `/metrics`.
 //! - `commands`: the subcommands of the `nomos-continue` binary (the demo
@@ -107,6 +110,10 @@ mod signing;
 pub mod store;
 #[cfg(not(feature = "test-support"))]
 mod store;
+#[cfg(feature = "test-support")]
+pub mod telemetry;
+#[cfg(not(feature = "test-support"))]
+mod telemetry;
 #[cfg(feature = "test-support")]
 pub mod worker;
 #[cfg(not(feature = "test-support"))]

@@ -11,6 +11,7 @@ DROP FUNCTION IF EXISTS nomos_sessions_from_links();
 DROP FUNCTION IF EXISTS nomos_sessions_from_windows();
 DROP TABLE IF EXISTS nomos_sessions;
 DROP TABLE IF EXISTS nomos_idempotency_keys;
+DROP TABLE IF EXISTS nomos_link_data;
 DROP TABLE IF EXISTS nomos_status_classes;
 DROP TABLE IF EXISTS nomos_workers;
 DROP TABLE IF EXISTS nomos_late_reports;

@@ -367,6 +367,30 @@ CREATE TABLE nomos_status_classes (
     CHECK (terminal = (outcome IS NOT NULL))
 );
 
+-- Data nomos-continue keeps per link, beside the seed's table rather than in
+-- new columns of it (each column added there is another ACCESS EXCLUSIVE lock
+-- on the runtime's live table). One row per execution id, written only when
+-- there is something to keep; each concern owns its nullable columns and
+-- writes only those, so a later one (a protocol's task source and id, for MCP
+-- Tasks or A2A) is one more group of columns and its own upsert. No FK, like
+-- 017: a runtime may report an execution before its tool result is linked.
+--
+-- traceparent/tracestate: the W3C Trace Context that the continuation carries
+-- back to the runtime, so the agent's next turn joins the trace of the tool
+-- call that started the work. trace_source says which write set it: a tool
+-- result's (the context of its `link` span) is written over whatever was
+-- there; a status report's only fills an empty one.
+CREATE TABLE nomos_link_data (
+    execution_id UUID PRIMARY KEY,
+    traceparent TEXT,
+    tracestate TEXT,
+    trace_source TEXT CHECK (trace_source IN ('tool_result', 'status_report')),
+    updated_at TIMESTAMPTZ NOT NULL,
+    CONSTRAINT nomos_link_data_trace_check CHECK (
+        (traceparent IS NULL) = (trace_source IS NULL)
+        AND (tracestate IS NULL OR traceparent IS NOT NULL))
+);
+
 -- One row per session, for the console's list of sessions, newest first. A
 -- session has no row of its own elsewhere: it is a session id on links,
 -- windows, deliveries and notices, and listing sessions a page at a time

@@ -203,6 +203,19 @@ CREATE TABLE nomos_status_classes (
     CHECK (terminal = (outcome IS NOT NULL))
 );
 
+-- Per-link data beside the seed's table (see the PostgreSQL script): the
+-- W3C trace context a continuation carries back, and later a protocol's own
+-- task source and id.
+CREATE TABLE nomos_link_data (
+    execution_id TEXT PRIMARY KEY NOT NULL,
+    traceparent TEXT,
+    tracestate TEXT,
+    trace_source TEXT CHECK (trace_source IN ('tool_result', 'status_report')),
+    updated_at INTEGER NOT NULL,
+    CHECK ((traceparent IS NULL) = (trace_source IS NULL)),
+    CHECK (tracestate IS NULL OR traceparent IS NOT NULL)
+);
+
 -- One row per session, kept by triggers. Row triggers: SQLite has no
 -- statement triggers; INSERT OR IGNORE leaves a listed session alone.
 CREATE TABLE nomos_sessions (

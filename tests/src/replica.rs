@@ -96,6 +96,8 @@ pub struct ReplicaOptions {
     /// The bearer token the helpers below send (`serve --token`, given in
     /// `extra_args`); none for a replica without tokens.
     pub token: Option<String>,
+    /// Environment variables set for the process.
+    pub env: Vec<(String, String)>,
 }
 
 impl ReplicaOptions {
@@ -111,6 +113,7 @@ impl ReplicaOptions {
             listen: "127.0.0.1:0".into(),
             extra_args: Vec::new(),
             token: None,
+            env: Vec::new(),
         }
     }
 }
@@ -191,6 +194,21 @@ impl Replica {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .join("\n")
+    }
+
+    /// SIGTERM (a graceful shutdown: deliveries in flight finish, spans are
+    /// flushed), then its exit status, bounded by the start time-out.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = (self.child.id()).unwrap_or_else(|| panic!("{} has exited", self.worker_id));
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("run kill: {e}"));
+        assert!(sent.success(), "kill -TERM {pid}");
+        tokio::time::timeout(START_TIMEOUT, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("no exit after SIGTERM: {}", self.stderr()))
+            .unwrap_or_else(|e| panic!("wait for {}: {e}", self.worker_id))
     }
 
     /// SIGKILL (what `kill -9` sends) and wait until the process is gone:
@@ -319,7 +337,10 @@ fn serve_command(options: &ReplicaOptions) -> Command {
         .env_remove("NOMOS_CONTINUE_WEBHOOK_SECRET_FILE")
         .env_remove("NOMOS_CONTINUE_POLICY")
         .env_remove("NOMOS_CONTINUE_NO_WAKE_LISTENER")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env("NOMOS_CONTINUE_LOG", "warn")
+        .envs(options.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

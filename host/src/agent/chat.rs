@@ -265,13 +265,17 @@ impl ChatAgent {
     }
 
     /// Calls the model and returns the reply's text.
-    async fn complete(&self, messages: &[ChatMessage]) -> Result<String, AgentError> {
+    async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        trace: http::Trace<'_>,
+    ) -> Result<String, AgentError> {
         let body = CompletionRequest {
             model: &self.model,
             messages,
             stream: false,
         };
-        let mut request = self.client.post(self.endpoint.clone()).json(&body);
+        let mut request = trace.apply(self.client.post(self.endpoint.clone()).json(&body));
         if let Some(auth) = &self.auth {
             request = request.header(AUTHORIZATION, auth.clone());
         }
@@ -342,7 +346,8 @@ impl Agent for ChatAgent {
             &continuation.note,
             self.budget_chars,
         )?;
-        let reply = self.complete(&messages).await?;
+        let trace = http::Trace::of(&continuation.traceparent, &continuation.tracestate);
+        let reply = self.complete(&messages, trace).await?;
         self.history
             .append_assistant(session, &reply, key)
             .await

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use reqwest::header::HeaderValue;
-use reqwest::{Client, Response, StatusCode, Url};
+use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
 
 use super::{AdapterConfigError, AgentError};
 
@@ -68,6 +68,37 @@ pub(crate) fn idempotency_header(key: &str) -> Result<HeaderValue, AgentError> {
             "idempotency key {key:?} is not a valid HTTP header value"
         ))
     })
+}
+
+/// The W3C trace context a request carries (`traceparent`, `tracestate`),
+/// taken from the continuation or notice it delivers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Trace<'a> {
+    traceparent: Option<&'a str>,
+    tracestate: Option<&'a str>,
+}
+
+impl<'a> Trace<'a> {
+    pub(crate) fn of(traceparent: &'a Option<String>, tracestate: &'a Option<String>) -> Self {
+        Self {
+            traceparent: traceparent.as_deref(),
+            tracestate: tracestate.as_deref(),
+        }
+    }
+
+    /// Adds the headers to `request`. The host wrote the values, so one
+    /// that is not a header value is a bug: it is left off (tracing never
+    /// fails a delivery), as is a `tracestate` without a `traceparent`.
+    pub(crate) fn apply(self, mut request: RequestBuilder) -> RequestBuilder {
+        let Some(traceparent) = self.traceparent.and_then(|v| HeaderValue::from_str(v).ok()) else {
+            return request;
+        };
+        request = request.header("traceparent", traceparent);
+        if let Some(state) = self.tracestate.and_then(|v| HeaderValue::from_str(v).ok()) {
+            request = request.header("tracestate", state);
+        }
+        request
+    }
 }
 
 /// Classifies a transport failure (no status was received).

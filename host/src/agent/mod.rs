@@ -43,7 +43,7 @@ pub struct ExecutionReport {
 }
 
 /// A re-invocation of the agent for one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Continuation {
     /// The chat session to re-invoke.
     pub session_id: Uuid,
@@ -57,11 +57,21 @@ pub struct Continuation {
     pub note: String,
     /// The policy's SOUL text for the agent's system prompt.
     pub soul: String,
+    /// The W3C `traceparent` this call is made under: the host's `deliver`
+    /// span, a child of the trace kept with the executions' link (the
+    /// first of them that has one), sent as the `traceparent` header so the
+    /// agent's next turn joins the trace of the tool call that started the
+    /// work. `None` when the host made no span (an embedding's own calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The `tracestate` that goes with `traceparent`, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// Something the operator should see, such as a continuation that was
 /// dropped because the window closed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Notice {
     /// The chat session the notice is about.
     pub session_id: Uuid,
@@ -69,6 +79,12 @@ pub struct Notice {
     pub idempotency_key: String,
     /// What the operator is told, in one paragraph.
     pub message: String,
+    /// As [`Continuation::traceparent`]: the notice's `deliver` span.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// As [`Continuation::tracestate`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// Why a delivery failed, and whether trying again can help.

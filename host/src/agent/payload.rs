@@ -167,6 +167,7 @@ mod tests {
             session_id: Uuid::from_u128(7),
             idempotency_key: "notice-1".into(),
             message: "too late".into(),
+            ..Notice::default()
         };
         let body = serde_json::to_value(NoticeEvent::new(&notice, at())).expect("serialises");
         assert_eq!(
@@ -191,6 +192,7 @@ mod tests {
             executions: Vec::new(),
             note: "n".into(),
             soul: "s".into(),
+            ..Continuation::default()
         };
         let sent = ContinuationEvent::new(&continuation, at());
         let text = serde_json::to_string(&sent).expect("serialises");

@@ -12,6 +12,9 @@
 //! Standard Webhooks way, so a receiver can check who sent it and when
 //! without a secret ever crossing the network. Redirects are not followed:
 //! a redirected `POST` may be replayed as a `GET` or to another host.
+//! Every request also carries a W3C `traceparent` (and `tracestate`, if
+//! any) naming the host's `deliver` span, so the runtime's trace goes on
+//! across the gap this engine closes (`docs/tracing.md`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -143,6 +146,7 @@ impl WebhookAgent {
         url: &Url,
         key: &str,
         sent_at: DateTime<Utc>,
+        trace: http::Trace<'_>,
         body: &B,
     ) -> Result<(), AgentError> {
         let body = serde_json::to_vec(body)
@@ -159,6 +163,7 @@ impl WebhookAgent {
         if let Some(signature) = signature_header(&self.secrets, key, timestamp, &body) {
             request = request.header("webhook-signature", signature);
         }
+        request = trace.apply(request);
         if let Some(auth) = &self.auth {
             request = request.header(AUTHORIZATION, auth.clone());
         }
@@ -177,14 +182,28 @@ impl Agent for WebhookAgent {
     async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
         let sent_at = self.now();
         let body = ContinuationEvent::new(continuation, sent_at);
-        self.post(&self.url, &continuation.idempotency_key, sent_at, &body)
-            .await
+        let trace = http::Trace::of(&continuation.traceparent, &continuation.tracestate);
+        self.post(
+            &self.url,
+            &continuation.idempotency_key,
+            sent_at,
+            trace,
+            &body,
+        )
+        .await
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
         let sent_at = self.now();
         let body = NoticeEvent::new(notice, sent_at);
-        self.post(&self.notice_url, &notice.idempotency_key, sent_at, &body)
-            .await
+        let trace = http::Trace::of(&notice.traceparent, &notice.tracestate);
+        self.post(
+            &self.notice_url,
+            &notice.idempotency_key,
+            sent_at,
+            trace,
+            &body,
+        )
+        .await
     }
 }

@@ -4,6 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 
 use super::error::{parse_id, parse_json, storable, task_failed, ApiError};
@@ -21,12 +22,14 @@ const CLASS_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
 /// nature: the same report again changes nothing, and once a terminal
 /// status is applied later reports are recorded, not applied.
 #[utoipa::path(put, path = "/v1/executions/{execution_id}", tag = "executions",
-    params(("execution_id" = Uuid, Path, description = "The execution")),
+    params(("execution_id" = Uuid, Path, description = "The execution"),
+        super::request::TraceHeaders),
     request_body = ExecutionReportRequest,
     responses((status = 200, description = "The report as recorded", body = ExecutionRecorded)))]
 pub(super) async fn record_execution(
     State(state): State<AppState>,
     execution_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ExecutionRecorded>, ApiError> {
     let execution_id = parse_id("execution id", &execution_id?.0)?;
@@ -55,6 +58,7 @@ pub(super) async fn record_execution(
         .store
         .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
         .await?;
+    crate::telemetry::reported(&state.store, &headers, execution_id, state.clock.now()).await;
     let note = if applied {
         state.wake.notify_one();
         None

@@ -53,3 +53,23 @@ pub async fn assign(request: Request, next: Next) -> Response {
     }
     response
 }
+
+/// The W3C Trace Context headers a runtime may send with a tool result or
+/// a status report, for the OpenAPI document (`telemetry` reads them).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub(super) struct TraceHeaders {
+    /// `00-<trace id>-<span id>-<flags>`: the continuation's webhook and
+    /// `chatWith` calls carry a child of it (docs/tracing.md). An invalid
+    /// one is ignored, never refused.
+    #[param(
+        rename = "traceparent",
+        nullable = false,
+        pattern = "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"
+    )]
+    traceparent: Option<String>,
+    /// Vendor trace state, carried with the `traceparent`.
+    #[param(rename = "tracestate", nullable = false)]
+    tracestate: Option<String>,
+}

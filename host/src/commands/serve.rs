@@ -141,6 +141,11 @@ pub struct ServeArgs {
     /// capture`; 0 logs nothing.
     #[arg(long, env = "NOMOS_CONTINUE_DECISION_LOG_DAYS", default_value_t = 7)]
     decision_log_days: u64,
+    /// Export the link, decide and deliver spans over OTLP/HTTP (protobuf)
+    /// to this collector base URL (`/v1/traces` is added); off when unset.
+    /// The trace context reaches the runtime either way.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
 }
 
 impl ServeArgs {
@@ -174,6 +179,7 @@ impl ServeArgs {
             policy_verify_keys: self.policy_verify_key,
             policy_poll: Duration::from_millis(self.policy_poll_ms),
             wake_listener: !self.no_wake_listener,
+            otlp_endpoint: self.otlp_endpoint,
             ..ServeConfig::default()
         };
         if let Some(id) = self.worker_id {

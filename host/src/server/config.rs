@@ -91,6 +91,10 @@ pub struct ServeConfig {
     /// LISTEN for PostgreSQL wake-ups; `false` leaves the worker to its
     /// poll (and the API's in-process signal).
     pub wake_listener: bool,
+    /// An OTLP/HTTP collector's base URL: [`super::serve`] exports the
+    /// `link`, `decide` and `deliver` spans there; `None` exports nothing
+    /// (the trace context is carried to the runtime either way).
+    pub otlp_endpoint: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -118,6 +122,7 @@ impl Default for ServeConfig {
             worker_heartbeat: DEFAULT_WORKER_HEARTBEAT,
             worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
             wake_listener: true,
+            otlp_endpoint: None,
         }
     }
 }

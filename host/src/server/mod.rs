@@ -39,6 +39,7 @@ use crate::maintenance::{Rescuer, Retention};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::{Database, Store};
+use crate::telemetry::Telemetry;
 use crate::worker::{spawn_pg_listener, Worker};
 
 #[cfg(feature = "test-support")]
@@ -54,7 +55,8 @@ pub use config::{DEFAULT_WORKER_HEARTBEAT, DEFAULT_WORKER_STALE_AFTER};
 
 /// Builds everything from `config`, serves the API on `listener` and runs
 /// until `shutdown` is cancelled (or the worker id is taken over); then
-/// finishes deliveries in flight, unregisters and closes the store. Prints
+/// finishes deliveries in flight, unregisters, closes the store and exports
+/// the spans not yet sent (with `config.otlp_endpoint`). Prints
 /// one line with the address once the first requests can be decided.
 pub async fn serve(
     listener: TcpListener,
@@ -68,6 +70,9 @@ pub async fn serve(
     } else {
         "http"
     };
+    // Before the first span: the provider that makes it is the process's.
+    let telemetry =
+        Telemetry::install(config.otlp_endpoint.as_deref()).context("set up the span export")?;
     let server = Server::connect(config).await?;
     let store = server.store().clone();
     let stopped = async {
@@ -82,6 +87,7 @@ pub async fn serve(
     }
     .await;
     store.close().await;
+    telemetry.shutdown().await;
     stopped
 }
 

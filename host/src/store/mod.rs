@@ -54,6 +54,7 @@ mod dialect;
 mod executions;
 mod handle;
 mod keys;
+mod link_data;
 mod links;
 mod migrate;
 mod policy;
@@ -71,6 +72,7 @@ pub use deliveries::record::FailedCall;
 pub use deliveries::settle::RetryOutcome;
 pub use handle::Database;
 pub use keys::KeyClaim;
+pub use link_data::LinkTrace;
 pub use links::Poll;
 #[cfg(feature = "test-support")]
 pub use migrate::LOCK_ATTEMPTS;

@@ -119,6 +119,18 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// Which write set a link's trace context (`trace_source` of
+    /// `nomos_link_data`), and so whether a later write may replace it.
+    TraceSource, "trace source" {
+        /// The tool result that linked the execution: written over any
+        /// context kept before.
+        ToolResult => "tool_result",
+        /// A status report: kept only where no context is kept yet.
+        StatusReport => "status_report",
+    }
+);
+
 #[cfg(feature = "test-support")]
 /// Where a link is, derived from its columns (for the API and the worker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -45,14 +45,21 @@ fn continuation(key: &str) -> Continuation {
         ],
         note: format!("execution {EXEC_FAILED} failed: ssh: connection refused"),
         soul: "You will be re-invoked when async steps finish.".to_string(),
+        traceparent: None,
+        tracestate: None,
     }
 }
+
+/// A `deliver` span's context, as the worker puts it on a call.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 fn notice(key: &str) -> Notice {
     Notice {
         session_id: SESSION,
         idempotency_key: key.to_string(),
         message: "execution finished after the assent window closed".to_string(),
+        traceparent: None,
+        tracestate: None,
     }
 }
 
@@ -180,6 +187,38 @@ async fn webhook_notice_body_without_token_and_to_the_notice_url() {
         .expect("delivered");
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/hook", "/notices", "/hook"]);
+}
+
+/// The webhook carries the trace context of the continuation or notice as
+/// W3C headers, and sends none when it has none.
+#[tokio::test]
+async fn webhook_carries_the_trace_context_it_is_given() {
+    let (server, agent) = webhook(Script::always(Reply::status(200))).await;
+    let mut traced = continuation("t-1");
+    traced.traceparent = Some(TRACEPARENT.to_string());
+    traced.tracestate = Some("nomos=1".to_string());
+    agent.continue_session(&traced).await.expect("delivered");
+    let mut traced_notice = notice("t-2");
+    traced_notice.traceparent = Some(TRACEPARENT.to_string());
+    agent.notify(&traced_notice).await.expect("delivered");
+    agent
+        .continue_session(&continuation("t-3"))
+        .await
+        .expect("delivered");
+
+    let requests = server.requests();
+    let headers: Vec<(Option<&str>, Option<&str>)> = requests
+        .iter()
+        .map(|r| (r.header("traceparent"), r.header("tracestate")))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            (Some(TRACEPARENT), Some("nomos=1")),
+            (Some(TRACEPARENT), None),
+            (None, None)
+        ]
+    );
 }
 
 #[tokio::test]

@@ -16,4 +16,5 @@ mod openapi;
 mod peers;
 mod readme;
 mod signing_cli;
+mod trace_context;
 mod webhooks;

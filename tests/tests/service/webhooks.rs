@@ -158,6 +158,7 @@ async fn a_delivery_signed_six_minutes_ago_is_refused_as_too_old() {
         session_id: Uuid::new_v4(),
         idempotency_key: key.into(),
         message: "finished after the window closed".into(),
+        ..Notice::default()
     };
     agent.notify(&notice("notice-old")).await.expect("accepted");
     clock.set(Utc::now());

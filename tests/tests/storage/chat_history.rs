@@ -258,6 +258,8 @@ async fn chat_agent_over_the_store_calls_the_model_once_per_key(store: Store) {
         executions: Vec::new(),
         note: "execution e1 failed: ssh: connection refused".into(),
         soul: "You will be re-invoked when async steps finish.".into(),
+        traceparent: None,
+        tracestate: None,
     };
     agent
         .continue_session(&continuation)
@@ -272,6 +274,8 @@ async fn chat_agent_over_the_store_calls_the_model_once_per_key(store: Store) {
             session_id: session,
             idempotency_key: "notice-1".into(),
             message: "dropped".into(),
+            traceparent: None,
+            tracestate: None,
         })
         .await
         .expect("notice");

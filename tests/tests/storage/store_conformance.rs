@@ -11,6 +11,7 @@ mod classes;
 mod deliveries;
 mod executions;
 mod faults;
+mod link_data;
 mod links;
 mod migrations;
 mod misc;
@@ -48,6 +49,8 @@ nomos_continue_tests::on_both_stores! {
     faults::concurrent_terminal_reports_apply_once => concurrent_terminal_reports_apply_once,
     faults::null_columns_of_a_runtime_relation_stall_nobody => null_columns_of_a_runtime_relation_stall_nobody,
     faults::an_undecodable_row_is_skipped_and_paging_goes_on => an_undecodable_row_is_skipped_and_paging_goes_on,
+    link_data::a_tool_results_trace_wins_and_a_reports_only_fills => a_tool_results_trace_wins_and_a_reports_only_fills,
+    link_data::a_kept_trace_changes_no_link => a_kept_trace_changes_no_link,
     links::link_is_idempotent => link_is_idempotent,
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,

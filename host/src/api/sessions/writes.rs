@@ -19,21 +19,25 @@ use crate::api::wire::{
 use crate::api::AppState;
 use crate::policy::PolicyHandle;
 use crate::store::{Route, MAX_WINDOW};
+use crate::telemetry::LinkSpan;
 
 /// Links every execution the tool result names to the session, and wakes
 /// the worker when something was newly linked: the execution may have
 /// reported already, and then the link is what makes it ready. Idempotent
 /// by nature: linking the same text again links nothing new.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/tool-results", tag = "sessions",
-    params(("session_id" = Uuid, Path, description = "The chat session")),
+    params(("session_id" = Uuid, Path, description = "The chat session"),
+        crate::api::request::TraceHeaders),
     request_body = ToolResultRequest,
     responses((status = 200, description = "What was linked", body = LinkResponse)))]
 pub(in crate::api) async fn link_tool_result(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<LinkResponse>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
+    let span = LinkSpan::start(&headers, session_id);
     let ToolResultRequest { text } = parse_json(&state.caps.tool_result.take(body)?)?;
     cap_text("text", &text, state.policy.limits().max_text_bytes)?;
     let evaluated = PolicyHandle::from(&state.policy)
@@ -49,6 +53,7 @@ pub(in crate::api) async fn link_tool_result(
         .store
         .link(session_id, &ids, state.clock.now())
         .await?;
+    span.linked(&state.store, &outcome, state.clock.now()).await;
     if !outcome.linked.is_empty() {
         state.wake.notify_one();
     }

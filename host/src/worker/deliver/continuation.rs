@@ -108,6 +108,9 @@ fn continuation(delivery: &Delivery, executions: Vec<ExecutionReport>, soul: &st
         executions,
         note: delivery.note.clone(),
         soul: soul.to_string(),
+        // Set at the call, to its `deliver` span's context.
+        traceparent: None,
+        tracestate: None,
     }
 }
 

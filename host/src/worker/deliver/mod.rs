@@ -19,6 +19,7 @@
 
 mod continuation;
 mod record;
+mod trace;
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
@@ -29,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::{AgentError, Continuation, Notice};
-use crate::store::{Claim, Delivery, DeliveryKind, Poll};
+use crate::store::{Claim, Delivery, DeliveryKind, LinkTrace, Poll};
 use crate::worker::context::Context;
 use crate::worker::{notices, WorkerError};
 use record::{NotAccepted, Recorded, Recorder};
@@ -176,13 +177,13 @@ impl Deliverer {
         loop {
             claimed += batch.len();
             report.attempted = claimed;
-            for (delivery, claim, ready) in self
+            for (delivery, claim, ready, trace) in self
                 .prepare(std::mem::take(&mut batch), &soul, &mut report)
                 .await
             {
                 let worker = self.clone();
                 calls.spawn(async move {
-                    match worker.call(&delivery, ready).await {
+                    match worker.call(&delivery, ready, trace).await {
                         Ok(()) => Finished::Accepted(claim),
                         Err(not) => {
                             let recorded = worker.record(&delivery, claim, not).await;
@@ -270,13 +271,14 @@ impl Deliverer {
 
     /// Readies a claimed batch for its calls: the claims no longer held are
     /// set aside (see [`Self::still_held`]), and the continuations are
-    /// built together (two reads for the batch).
+    /// built together (two reads for the batch), as are the trace contexts
+    /// the calls are made under (one).
     async fn prepare(
         &self,
         batch: Vec<Delivery>,
         soul: &str,
         report: &mut DeliverReport,
-    ) -> Vec<(Delivery, Claim, Ready)> {
+    ) -> Vec<(Delivery, Claim, Ready, Option<LinkTrace>)> {
         let held = self.still_held(&batch).await;
         let mut ready = Vec::with_capacity(batch.len());
         for delivery in batch {
@@ -301,6 +303,7 @@ impl Deliverer {
             Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
             Err(e) => unloaded = e.to_string(),
         }
+        let mut traces = self.traces(ready.iter().map(|(d, _)| d)).await;
         ready
             .into_iter()
             .map(|(delivery, claim)| {
@@ -309,7 +312,8 @@ impl Deliverer {
                     (DeliveryKind::Continuation, Some(c)) => Ready::Continuation(Box::new(c)),
                     (DeliveryKind::Continuation, None) => Ready::Unloaded(unloaded.clone()),
                 };
-                (delivery, claim, prepared)
+                let trace = traces.remove(&delivery.id);
+                (delivery, claim, prepared, trace)
             })
             .collect()
     }
@@ -400,8 +404,14 @@ impl Deliverer {
         })
     }
 
-    /// Calls the agent for one claimed delivery.
-    async fn call(&self, delivery: &Delivery, ready: Ready) -> Result<(), NotAccepted> {
+    /// Calls the agent for one claimed delivery, in a `deliver` span under
+    /// `trace` whose context the call carries.
+    async fn call(
+        &self,
+        delivery: &Delivery,
+        ready: Ready,
+        trace: Option<LinkTrace>,
+    ) -> Result<(), NotAccepted> {
         if let Some(error) = self.lost_claims(delivery) {
             return Err(NotAccepted::Failed(error));
         }
@@ -416,8 +426,13 @@ impl Deliverer {
                 }
             }
         }
+        let span = trace::span(delivery, trace.as_ref());
+        let (traceparent, tracestate) = span.headers();
         let result = match ready {
-            Ready::Continuation(continuation) => self.agent.continue_session(&continuation).await,
+            Ready::Continuation(mut continuation) => {
+                (continuation.traceparent, continuation.tracestate) = (traceparent, tracestate);
+                self.agent.continue_session(&continuation).await
+            }
             // The executions could not be read: a shortage, tried again.
             Ready::Unloaded(e) => Err(AgentError::unavailable(format!(
                 "could not load the executions: {e}"
@@ -427,10 +442,13 @@ impl Deliverer {
                     session_id: delivery.session_id,
                     idempotency_key: delivery.idempotency_key.clone(),
                     message: delivery.note.clone(),
+                    traceparent,
+                    tracestate,
                 };
                 self.agent.notify(&notice).await
             }
         };
+        trace::end(span, &result);
         result.map_err(NotAccepted::Failed)
     }
 

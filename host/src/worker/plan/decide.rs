@@ -5,9 +5,14 @@
 //! the chunk to the next pass instead of dropping it. A revision in shadow
 //! then decides the same batch off the pass (see `shadow`).
 
+use std::collections::HashMap;
+
+use uuid::Uuid;
+
 use super::Planner;
 use crate::policy::types as t;
 use crate::policy::PolicyRuntime;
+use crate::telemetry::DecideSpan;
 use crate::worker::WorkerError;
 
 /// Decisions per sandbox call at most, whatever their size.
@@ -24,7 +29,40 @@ pub(crate) enum Verdict {
     Deferred,
 }
 
+impl Verdict {
+    /// What the `decide` span records as its outcome.
+    pub(super) fn label(&self) -> &'static str {
+        match self {
+            Self::Decided(t::Decision::Wait, _) => "wait",
+            Self::Decided(t::Decision::Continue { .. }, _) => "continue",
+            Self::Decided(t::Decision::Drop { .. }, _) => "drop",
+            Self::Failed(..) => "policy_error",
+            Self::Deferred => "deferred",
+        }
+    }
+}
+
 impl Planner {
+    /// The `decide` span of each `(session, execution)` about to be
+    /// decided, under the trace context kept with its link: one read for
+    /// the pass. If that read fails the spans start new traces (logged): a
+    /// lost trace never holds a decision up.
+    pub(super) async fn decide_spans(&self, owners: Vec<(Uuid, Uuid)>) -> Vec<DecideSpan> {
+        let executions: Vec<Uuid> = owners.iter().map(|(_, e)| *e).collect();
+        let traces = match self.store.link_traces(&executions).await {
+            Ok(traces) => traces,
+            Err(e) => {
+                tracing::debug!("decide spans without their links' traces: {e}");
+                HashMap::new()
+            }
+        };
+        (owners.into_iter())
+            .map(|(session, execution)| {
+                DecideSpan::start(traces.get(&execution), session, execution)
+            })
+            .collect()
+    }
+
     /// One verdict per input, in order.
     pub(super) async fn decide_all(
         &self,

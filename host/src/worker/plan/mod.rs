@@ -214,9 +214,13 @@ impl Planner {
         self.metrics.decision("wait", report.waiting as u64);
 
         let mut journal = Journal::start(self.config.log_decisions, &inputs, self.repeats.clone());
+        let spans = self
+            .decide_spans(owners.iter().map(|o| (o.0, o.1)).collect())
+            .await;
         let verdicts = self.decide_all(inputs).await?;
-        let decided = owners.into_iter().zip(verdicts).enumerate();
-        for (i, ((session_id, execution_id, outcome), verdict)) in decided {
+        let decided = owners.into_iter().zip(verdicts).zip(spans).enumerate();
+        for (i, (((session_id, execution_id, outcome), verdict), span)) in decided {
+            span.end(verdict.label());
             journal.decided(i, session_id, execution_id, &verdict);
             let entry = sessions.entry(session_id).or_default();
             match verdict {

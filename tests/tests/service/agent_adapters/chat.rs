@@ -13,7 +13,7 @@ use nomos_continue_tests::http::{RecordedRequest, RecordingServer, Reply, Script
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::{continuation, notice, permanent, retryable, SESSION};
+use super::{continuation, notice, permanent, retryable, SESSION, TRACEPARENT};
 
 /// A stored turn and, for a reply, the key of the continuation it answers.
 type KeyedTurn = (ChatTurn, Option<String>);
@@ -204,6 +204,27 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(r, c)| (r.to_string(), c.to_string()))
         .collect()
+}
+
+/// The chat-completions request carries the continuation's trace context,
+/// so the model call joins the trace of the tool call that started it.
+#[tokio::test]
+async fn chat_carries_the_trace_context_to_the_model() {
+    let (server, agent) = chat(openai_script(), MemoryHistory::with(&[])).await;
+    let mut traced = continuation("k-trace");
+    traced.traceparent = Some(TRACEPARENT.to_string());
+    traced.tracestate = Some("nomos=1".to_string());
+    agent.continue_session(&traced).await.expect("continued");
+    agent
+        .continue_session(&continuation("k-plain"))
+        .await
+        .expect("continued");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].header("traceparent"), Some(TRACEPARENT));
+    assert_eq!(requests[0].header("tracestate"), Some("nomos=1"));
+    assert_eq!(requests[1].header("traceparent"), None);
 }
 
 #[tokio::test]

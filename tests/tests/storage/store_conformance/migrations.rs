@@ -9,12 +9,13 @@ use uuid::Uuid;
 
 use super::{at, planned, ready_session};
 
-const NOMOS_TABLES: [&str; 16] = [
+const NOMOS_TABLES: [&str; 17] = [
     "executions",
     "nomos_assent_windows",
     "nomos_chat_turns",
     "nomos_deliveries",
     "nomos_late_reports",
+    "nomos_link_data",
     "nomos_notices",
     "nomos_plan_executions",
     "nomos_policy_activations",

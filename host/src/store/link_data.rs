@@ -1,0 +1,107 @@
+//! Per-link data nomos-continue keeps beside the seed's link table, in its
+//! own table `nomos_link_data`, one row per execution id.
+//!
+//! Why a side table: the seed's `nomos_plan_executions` is the runtime's,
+//! written while every migration runs, and each column added to it is an
+//! ACCESS EXCLUSIVE lock on a live table (`docs/operations.md`,
+//! "Migrations"). Each concern here owns a group of nullable columns and
+//! writes only those, so the next one (a protocol's task source and id) is
+//! one more group and one more upsert, never a change to the link table.
+//!
+//! Today it keeps a W3C trace context per execution. The store only keeps
+//! text: what a valid `traceparent` is, and which span it names, is decided
+//! above it (`telemetry`).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::decode::RowExt;
+use super::dialect::{query, trunc};
+use super::types::TraceSource;
+use super::{dedup, Result, Store};
+
+/// The trace context kept for one execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkTrace {
+    /// The `traceparent` header value.
+    pub traceparent: String,
+    /// The `tracestate` header value, if one came with it.
+    pub tracestate: Option<String>,
+    /// Which write set it.
+    pub source: TraceSource,
+}
+
+impl Store {
+    /// Keeps `traceparent` (and `tracestate`) for each of `execution_ids`,
+    /// by the rule of its `source`: a tool result's replaces whatever was
+    /// kept (it names the call that started the work), a status report's
+    /// is kept only where nothing is yet (a runtime may report before it
+    /// links, and the report is then the only context there is). Returns
+    /// how many executions now hold this context.
+    ///
+    /// One statement for all ids, so a tool result naming many executions
+    /// costs one round trip.
+    pub async fn keep_trace(
+        &self,
+        execution_ids: &[Uuid],
+        traceparent: &str,
+        tracestate: Option<&str>,
+        source: TraceSource,
+        now: DateTime<Utc>,
+    ) -> Result<u64> {
+        let ids = dedup(execution_ids);
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let replace = match source {
+            TraceSource::ToolResult => "TRUE",
+            TraceSource::StatusReport => "d.traceparent IS NULL",
+        };
+        // `WHERE TRUE`: SQLite needs a WHERE before an upsert's ON CONFLICT
+        // when the rows come from a SELECT.
+        let sql = format!(
+            "INSERT INTO nomos_link_data AS d \
+               (execution_id, traceparent, tracestate, trace_source, updated_at) \
+             SELECT z.eid, $2, $3, $4, $5 FROM {zip} WHERE TRUE \
+             ON CONFLICT (execution_id) DO UPDATE SET \
+               traceparent = EXCLUDED.traceparent, tracestate = EXCLUDED.tracestate, \
+               trace_source = EXCLUDED.trace_source, updated_at = EXCLUDED.updated_at \
+             WHERE {replace}",
+            zip = self.backend().zip("z", &[("$1", "eid", "uuid")]),
+        );
+        query(sql)
+            .bind(&ids)
+            .bind(traceparent)
+            .bind(tracestate)
+            .bind(source.as_str())
+            .bind(trunc(now))
+            .execute(self)
+            .await
+    }
+
+    /// The trace context kept for each of `execution_ids` that has one.
+    pub async fn link_traces(&self, execution_ids: &[Uuid]) -> Result<HashMap<Uuid, LinkTrace>> {
+        let ids = dedup(execution_ids);
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT execution_id, traceparent, tracestate, trace_source FROM nomos_link_data \
+             WHERE execution_id {} AND traceparent IS NOT NULL",
+            self.backend().in_ids("$1"),
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        rows.iter()
+            .map(|r| {
+                let trace = LinkTrace {
+                    traceparent: r.text("traceparent")?,
+                    tracestate: r.opt_text("tracestate")?,
+                    source: r.parsed("trace_source")?,
+                };
+                Ok((r.uuid("execution_id")?, trace))
+            })
+            .collect()
+    }
+}
