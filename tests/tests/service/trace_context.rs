@@ -284,7 +284,7 @@ async fn a_reports_trace_is_carried_and_nothing_is_exported_without_an_endpoint(
 
     let by_session: HashMap<String, RecordedRequest> = (calls(&webhook, 2).await.into_iter())
         .map(|r| {
-            let session = r.json().expect("a JSON body")["session_id"].clone();
+            let session = r.json().expect("a JSON body")["data"]["session_id"].clone();
             (session.as_str().unwrap_or_default().to_string(), r)
         })
         .collect();
