@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, HeaderBuilder, Ref, ResponseBuilder};
-use utoipa::{Modify, OpenApi};
+use utoipa::{Modify, OpenApi, PartialSchema};
 
 use super::error::PROBLEM_JSON;
 use super::request::REQUEST_ID_HEADER;
@@ -149,7 +149,7 @@ fn problem_response(status: &str, description: &str) -> utoipa::openapi::Respons
     response = response.header(
         REQUEST_ID_HEADER,
         HeaderBuilder::new()
-            .schema(String::schema_ref())
+            .schema(<String as PartialSchema>::schema())
             .description(Some("Names the request in the server's log"))
             .build(),
     );
@@ -157,23 +157,12 @@ fn problem_response(status: &str, description: &str) -> utoipa::openapi::Respons
         response = response.header(
             "Retry-After",
             HeaderBuilder::new()
-                .schema(u32::schema_ref())
+                .schema(<u32 as PartialSchema>::schema())
                 .description(Some("Seconds to wait before retrying"))
                 .build(),
         );
     }
     response.build()
-}
-
-/// A scalar's schema, for a header.
-trait SchemaRef {
-    fn schema_ref() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>;
-}
-
-impl<T: utoipa::PartialSchema> SchemaRef for T {
-    fn schema_ref() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        T::schema()
-    }
 }
 
 /// The document, built once per process.

@@ -12,18 +12,16 @@
 //! Both need the shared Python venv ([`python`]): without it they skip,
 //! except under `CI=true`, where they fail.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use nomos_continue_tests::http::{RecordingServer, Script};
 use nomos_continue_tests::python::python;
-use nomos_continue_tests::replica::binary;
+use nomos_continue_tests::replica::{Replica, ReplicaOptions};
 use nomos_continue_tests::wait::PATIENCE;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 /// The runtime's token and the admin token the served binary is given.
 const RUNTIME_TOKEN: &str = "peers-runtime-token";
@@ -41,80 +39,32 @@ fn python_dir() -> PathBuf {
     repo().join("tests/python")
 }
 
-/// `nomos-continue serve` on a fresh SQLite file with both tokens; killed
-/// on drop, its stderr (kept in a file) shown when a test panics.
+/// `nomos-continue serve` on a fresh SQLite file with both tokens: the
+/// tests' shared [`Replica`] (killed on drop, its stderr shown when a test
+/// panics), with the directory that holds its database.
 struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    stderr: PathBuf,
+    replica: Replica,
     _dir: tempfile::TempDir,
 }
 
 impl Serve {
     async fn start(webhook: &str) -> Serve {
         let dir = tempfile::tempdir().expect("tempdir");
-        let stderr = dir.path().join("serve.stderr");
         let database_url = format!("sqlite:{}", dir.path().join("peers.db").display());
-        let mut child = Command::new(binary())
-            .arg("serve")
-            .args(["--database-url", &database_url])
-            .args(["--listen", "127.0.0.1:0"])
-            .args(["--agent-webhook", webhook])
-            .args(["--poll-ms", "200"])
-            .args(["--token", RUNTIME_TOKEN])
-            .args(["--admin-token", ADMIN_TOKEN])
-            .env_remove("NOMOS_CONTINUE_TOKEN")
-            .env_remove("NOMOS_CONTINUE_AGENT_OPENAI")
-            .env_remove("NOMOS_CONTINUE_POLICY")
-            .env("NOMOS_CONTINUE_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary().display()));
-        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let addr = tokio::time::timeout(PATIENCE, async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                let addr = line
-                    .strip_prefix("nomos-continue listening on http://")
-                    .and_then(|rest| rest.split_whitespace().next())
-                    .and_then(|a| a.parse().ok());
-                if addr.is_some() {
-                    return addr;
-                }
-            }
-            None
-        })
-        .await
-        .ok()
-        .flatten();
-        let Some(addr) = addr else {
-            let log = std::fs::read_to_string(&stderr).unwrap_or_default();
-            panic!("serve did not print its address:\n{log}");
-        };
-        // Keep draining stdout so the process never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let mut options = ReplicaOptions::new(&database_url, webhook, "peers");
+        options.poll_ms = 200;
+        options.token = Some(RUNTIME_TOKEN.into());
+        options.extra_args = ["--token", RUNTIME_TOKEN, "--admin-token", ADMIN_TOKEN]
+            .map(String::from)
+            .to_vec();
         Serve {
-            child,
-            addr,
-            stderr,
+            replica: Replica::start(&options).await,
             _dir: dir,
         }
     }
 
     fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-        if std::thread::panicking() {
-            let log = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-            eprintln!("--- stderr of serve ---\n{log}");
-        }
+        format!("http://{}", self.replica.addr)
     }
 }
 

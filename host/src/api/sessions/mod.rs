@@ -89,9 +89,10 @@ async fn known(
     session_id: Result<Path<String>, PathRejection>,
 ) -> Result<Uuid, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    match state.store.session_row(session_id).await? {
-        Some(_) => Ok(session_id),
-        None => Err(unknown(session_id)),
+    if state.store.session_known(session_id).await? {
+        Ok(session_id)
+    } else {
+        Err(unknown(session_id))
     }
 }
 

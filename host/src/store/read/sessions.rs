@@ -226,6 +226,16 @@ impl Store {
         Ok(rows.pop())
     }
 
+    /// Whether the session was ever seen (linked or approved): a list's
+    /// existence check, without the counts [`Store::session_row`] reads.
+    pub async fn session_known(&self, session_id: Uuid) -> Result<bool> {
+        let found = query("SELECT 1 AS one FROM nomos_sessions WHERE session_id = $1")
+            .bind(session_id)
+            .fetch_optional(self)
+            .await?;
+        Ok(found.is_some())
+    }
+
     /// Fills each row's window, in one query for the page.
     async fn with_windows(&self, rows: &mut [SessionRow]) -> Result<()> {
         if rows.is_empty() {
