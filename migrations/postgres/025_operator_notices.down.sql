@@ -1,0 +1,3 @@
+DROP TRIGGER IF EXISTS nomos_deliveries_operator_notice ON nomos_deliveries;
+DROP FUNCTION IF EXISTS nomos_queue_operator_notice();
+DROP TABLE IF EXISTS nomos_operator_notices;

@@ -1,0 +1,2 @@
+DROP TRIGGER IF EXISTS nomos_deliveries_operator_notice;
+DROP TABLE IF EXISTS nomos_operator_notices;
