@@ -33,6 +33,8 @@ pub struct Metrics {
     decision_log_failures: AtomicU64,
     /// Decisions purged from the log past their retention.
     decisions_purged: AtomicU64,
+    /// Notices by channel (`agent`, `operator`) and result.
+    notices: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
 }
 
 impl Metrics {
@@ -49,6 +51,14 @@ impl Metrics {
     pub fn delivery(&self, result: &'static str) {
         if let Ok(mut map) = self.deliveries.lock() {
             *map.entry(result).or_default() += 1;
+        }
+    }
+
+    /// Counts `count` notice outcomes on `channel` (`agent`, `operator`):
+    /// `delivered`, `retried`, `failed`, `expired`, `none`.
+    pub fn notice(&self, channel: &'static str, result: &'static str, count: u64) {
+        if let Ok(mut map) = self.notices.lock() {
+            *map.entry((channel, result)).or_default() += count;
         }
     }
 
@@ -135,6 +145,19 @@ impl Metrics {
                 out,
                 "nomos_continue_deliveries_total{{result=\"{result}\"}} {n}"
             );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP nomos_continue_notices_total Notices by channel and result."
+        );
+        let _ = writeln!(out, "# TYPE nomos_continue_notices_total counter");
+        if let Ok(map) = self.notices.lock() {
+            for ((channel, result), n) in map.iter() {
+                let _ = writeln!(
+                    out,
+                    "nomos_continue_notices_total{{channel=\"{channel}\",result=\"{result}\"}} {n}"
+                );
+            }
         }
         let _ = writeln!(out, "# HELP nomos_continue_policy_failures_total Policy calls that trapped, timed out or answered malformed.");
         let _ = writeln!(out, "# TYPE nomos_continue_policy_failures_total counter");

@@ -7,15 +7,18 @@ pub mod chat;
 pub mod history;
 mod http;
 mod log;
+pub mod operator;
 pub mod payload;
 mod replay;
 pub mod signature;
+mod signed;
 pub mod webhook;
 
 pub use chat::{ChatAgent, ChatConfig, ChatHistory, ChatTurn, HistoryError};
 pub use history::StoreHistory;
 pub use log::LogAgent;
-pub use payload::{ContinuationEvent, NoticeEvent, WebhookEvent};
+pub use operator::{NotifyFormat, Operator, OperatorConfig, OperatorWebhook};
+pub use payload::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent, WebhookEvent};
 #[cfg(feature = "test-support")]
 pub use signature::SecretError;
 pub use signature::WebhookSecret;

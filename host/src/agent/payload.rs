@@ -1,5 +1,6 @@
-//! The webhook's two bodies, as the receiver reads them (`docs/webhooks.md`
-//! describes them for integrators).
+//! The webhooks' bodies, as the receiver reads them (`docs/webhooks.md`
+//! describes them for integrators): the agent runtime's two, and the
+//! operator channel's notice.
 //!
 //! Why types of their own rather than [`Continuation`] and [`Notice`]
 //! serialised as they are: those are what an embedding runtime gets through
@@ -89,6 +90,54 @@ pub struct NoticeData {
     /// What the operator is told, in one paragraph (for example that an
     /// execution finished after the assent window closed).
     pub notice: String,
+}
+
+/// The `type` of an [`OperatorNoticeEvent`], versioned like
+/// [`ContinuationEventType`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub enum OperatorNoticeEventType {
+    /// The first version: `data` is an [`OperatorNoticeData`].
+    #[serde(rename = "operator_notice.v1")]
+    V1,
+}
+
+/// A notice for a person, POSTed to the operator's channel
+/// (`--notify-webhook`, format `json`), apart from the agent: it says what
+/// happened and whether the agent's copy of the same notice got through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OperatorNoticeEvent {
+    /// Always `operator_notice.v1` for this shape.
+    #[serde(rename = "type")]
+    pub event_type: OperatorNoticeEventType,
+    /// When this attempt was sent, in whole seconds (the
+    /// `webhook-timestamp` header's instant).
+    pub timestamp: DateTime<Utc>,
+    /// The notice.
+    pub data: OperatorNoticeData,
+}
+
+/// The fields of an operator notice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OperatorNoticeData {
+    /// The notice's ledger id (`GET /v1/deliveries/{id}`).
+    pub notice_id: Uuid,
+    /// The chat session the notice is about.
+    pub session_id: Uuid,
+    /// The notice's key, the same on the agent's channel; equal to the
+    /// `webhook-id` header.
+    pub idempotency_key: String,
+    /// What the operator is told, in one paragraph.
+    pub notice: String,
+    /// The executions concerned.
+    pub execution_ids: Vec<Uuid>,
+    /// When the notice was written.
+    pub created_at: DateTime<Utc>,
+    /// The agent's delivery of the same notice when this was sent:
+    /// `pending`, `delivered`, `failed` or `dropped`.
+    pub agent_state: String,
+    /// The agent's last error for it, if any (for example that its
+    /// endpoint answered 500).
+    pub agent_error: Option<String>,
 }
 
 /// Either body, for a receiver that takes both on one URL: decoding picks

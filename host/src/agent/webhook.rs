@@ -20,16 +20,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, SubsecRound, Utc};
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use reqwest::{Client, Url};
-use serde::Serialize;
+use reqwest::Url;
 
 use super::http;
 use super::payload::{ContinuationEvent, NoticeEvent};
-use super::signature::{signature_header, WebhookSecret};
+use super::signature::WebhookSecret;
+use super::signed::SignedPost;
 use super::{AdapterConfigError, Agent, AgentError, Continuation, Notice};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 
 /// The per-request time-out when none is configured. A webhook only has to
 /// accept the request, not run the agent, so ten seconds is generous.
@@ -82,27 +80,11 @@ impl std::fmt::Debug for WebhookConfig {
 
 /// An [`Agent`] that POSTs to the runtime's webhook; see `docs/webhooks.md`
 /// for what it sends.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct WebhookAgent {
-    client: Client,
+    sender: SignedPost,
     url: Url,
     notice_url: Url,
-    auth: Option<HeaderValue>,
-    secrets: Vec<WebhookSecret>,
-    /// Stamps `webhook-timestamp` and the body's `timestamp`.
-    clock: Arc<dyn Clock>,
-}
-
-// Written by hand: a clock has no `Debug`, and the secrets only a count.
-impl std::fmt::Debug for WebhookAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookAgent")
-            .field("url", &self.url.as_str())
-            .field("notice_url", &self.notice_url.as_str())
-            .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
-            .field("secrets", &self.secrets.len())
-            .finish_non_exhaustive()
-    }
 }
 
 impl WebhookAgent {
@@ -116,94 +98,50 @@ impl WebhookAgent {
             Some(raw) => http::parse_url("webhook notice url", raw)?,
             None => url.clone(),
         };
-        let auth = config.token.as_deref().map(http::bearer).transpose()?;
         Ok(WebhookAgent {
-            client: http::client(config.timeout)?,
+            sender: SignedPost::new(config.timeout, config.token.as_deref(), config.secrets)?,
             url,
             notice_url,
-            auth,
-            secrets: config.secrets,
-            clock: Arc::new(SystemClock),
         })
     }
 
     /// Stamps requests with `clock`: the process's one clock in `serve`,
     /// and a clock a test moves by hand.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.sender = self.sender.with_clock(clock);
         self
-    }
-
-    /// The moment a request is sent, in whole seconds: the header carries
-    /// seconds, and the body's `timestamp` is then the same instant.
-    fn now(&self) -> DateTime<Utc> {
-        self.clock.now().trunc_subsecs(0)
-    }
-
-    /// Sends one JSON body, signed, and classifies the outcome.
-    async fn post<B: Serialize + Sync>(
-        &self,
-        url: &Url,
-        key: &str,
-        sent_at: DateTime<Utc>,
-        trace: http::Trace<'_>,
-        body: &B,
-    ) -> Result<(), AgentError> {
-        let body = serde_json::to_vec(body)
-            .map_err(|e| AgentError::Permanent(format!("cannot encode the body: {e}")))?;
-        let key_value = http::idempotency_header(key)?;
-        let timestamp = sent_at.timestamp();
-        let mut request = self
-            .client
-            .post(url.clone())
-            .header("Idempotency-Key", key_value.clone())
-            .header("webhook-id", key_value)
-            .header("webhook-timestamp", timestamp)
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(signature) = signature_header(&self.secrets, key, timestamp, &body) {
-            request = request.header("webhook-signature", signature);
-        }
-        request = trace.apply(request);
-        if let Some(auth) = &self.auth {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
-        let response = request
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| http::transport_error(url, &e))?;
-        // The body of a 2xx is not part of the contract; it is not read.
-        http::check_status(url, response).await.map(drop)
     }
 }
 
 #[async_trait]
 impl Agent for WebhookAgent {
     async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
-        let sent_at = self.now();
+        let sent_at = self.sender.now();
         let body = ContinuationEvent::new(continuation, sent_at);
         let trace = http::Trace::of(&continuation.traceparent, &continuation.tracestate);
-        self.post(
-            &self.url,
-            &continuation.idempotency_key,
-            sent_at,
-            trace,
-            &body,
-        )
-        .await
+        self.sender
+            .post(
+                &self.url,
+                &continuation.idempotency_key,
+                sent_at,
+                trace,
+                &body,
+            )
+            .await
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
-        let sent_at = self.now();
+        let sent_at = self.sender.now();
         let body = NoticeEvent::new(notice, sent_at);
         let trace = http::Trace::of(&notice.traceparent, &notice.tracestate);
-        self.post(
-            &self.notice_url,
-            &notice.idempotency_key,
-            sent_at,
-            trace,
-            &body,
-        )
-        .await
+        self.sender
+            .post(
+                &self.notice_url,
+                &notice.idempotency_key,
+                sent_at,
+                trace,
+                &body,
+            )
+            .await
     }
 }

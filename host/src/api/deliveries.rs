@@ -1,4 +1,5 @@
-//! The ledger's routes: read one delivery, send a failed one again.
+//! The ledger's routes: read one delivery, send a failed one again, drop
+//! a pending one.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -9,9 +10,9 @@ use axum::Json;
 
 use super::error::{parse_id, ApiError};
 use super::idempotency;
-use super::wire::{Delivery, Problem, RetryResponse};
+use super::wire::{Delivery, DropResponse, Problem, RetryResponse};
 use super::AppState;
-use crate::store::RetryOutcome;
+use crate::store::{OperatorDrop, RetryOutcome};
 
 /// One delivery; 404 if there is none with this id.
 #[utoipa::path(get, path = "/v1/deliveries/{delivery_id}", tag = "deliveries",
@@ -60,6 +61,45 @@ pub(super) async fn retry(
                 })
             }
             RetryOutcome::NotFound => Err(ApiError::NotFound(outcome.explain(id))),
+            other => Err(ApiError::Conflict(other.explain(id))),
+        }
+    })
+    .await
+}
+
+/// Drops a pending delivery (waiting for its first call, or between
+/// retries): it is never sent. A continuation's executions are settled
+/// `dropped` ("dropped by the operator") with one notice saying so; a
+/// notice's agent copy is only ended (its operator copy still goes out).
+/// Refused with a 409 while a call of it is in flight. With an
+/// `Idempotency-Key`, a repeat answers the first answer.
+#[utoipa::path(post, path = "/v1/deliveries/{delivery_id}/drop", tag = "deliveries",
+    params(("delivery_id" = Uuid, Path, description = "The delivery"), idempotency::KeyHeader),
+    responses((status = 200, description = "Dropped", body = DropResponse),
+        (status = 409, description = "The delivery is not pending, or a call of it is in \
+            flight; or a request with this Idempotency-Key is still being handled",
+            body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The Idempotency-Key was used with another request",
+            body = Problem, content_type = "application/problem+json")))]
+pub(super) async fn drop_delivery(
+    State(state): State<AppState>,
+    delivery_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let id = parse_id("delivery id", &delivery_id?.0)?;
+    let body = state.caps.small.take(body)?;
+    let request = idempotency::Request::new("drop", &id.to_string(), &body, &headers)?;
+    idempotency::once(&state, request, || async {
+        let outcome = state.store.drop_delivery(id, state.clock.now()).await?;
+        match outcome {
+            OperatorDrop::Dropped(delivery) => {
+                tracing::info!(delivery = %id, "the operator dropped a delivery");
+                Ok(DropResponse {
+                    delivery: (*delivery).into(),
+                })
+            }
+            OperatorDrop::NotFound => Err(ApiError::NotFound(outcome.explain(id))),
             other => Err(ApiError::Conflict(other.explain(id))),
         }
     })

@@ -13,6 +13,7 @@
 //! | `GET /v1/sessions/{id}/links`, `/deliveries`, `/notices` | a page of each list | runtime |
 //! | `GET /v1/deliveries/{id}` | one delivery | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key (`Idempotency-Key`) | runtime |
+//! | `POST /v1/deliveries/{id}/drop` | drop a pending delivery: never sent, one notice (`Idempotency-Key`) | admin |
 //! | `GET /v1/policy` | the active revision and the runtime's counters; the shadow revision and its disagreements | runtime |
 //! | `PUT /v1/policy` | validate, swap, and make it the database's active revision (see [`crate::deploy`]); `?mode=shadow`: validate and put it in shadow instead; its signature in the `Nomos-Policy-Signature` header, required with a verify key | admin |
 //! | `POST /v1/policy/rollback` | return to the previously active revision | admin |
@@ -138,6 +139,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/policy/rollback", post(policy::rollback_policy))
         .route("/v1/policy/shadow/promote", post(policy::promote_shadow))
         .route("/v1/policy/shadow", delete(policy::drop_shadow))
+        .route(
+            "/v1/deliveries/{delivery_id}/drop",
+            post(deliveries::drop_delivery),
+        )
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), Scope::Admin),
             auth::scoped,

@@ -18,7 +18,7 @@ use utoipa::{Modify, OpenApi, PartialSchema};
 use super::error::PROBLEM_JSON;
 use super::request::REQUEST_ID_HEADER;
 use super::wire;
-use crate::agent::{ContinuationEvent, NoticeEvent};
+use crate::agent::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -43,6 +43,7 @@ use crate::agent::{ContinuationEvent, NoticeEvent};
         super::executions::execution,
         super::deliveries::delivery,
         super::deliveries::retry,
+        super::deliveries::drop_delivery,
         super::policy::policy_info,
         super::policy::upload_policy,
         super::policy::rollback_policy,
@@ -53,7 +54,7 @@ use crate::agent::{ContinuationEvent, NoticeEvent};
         super::service::readyz,
         super::service::openapi,
     ),
-    components(schemas(wire::Problem, ContinuationEvent, NoticeEvent)),
+    components(schemas(wire::Problem, ContinuationEvent, NoticeEvent, OperatorNoticeEvent)),
     modifiers(&Shared),
     security(("bearer" = [])),
     tags(
@@ -194,7 +195,8 @@ fn binary_upload(doc: &mut Value) {
 }
 
 /// OpenAPI 3.1 `webhooks`: what the engine POSTs to the runtime's
-/// `--agent-webhook` (docs/webhooks.md is the integrator's page). The
+/// `--agent-webhook` and the operator's `--notify-webhook`
+/// (docs/webhooks.md is the integrator's page). The
 /// bodies are the `agent::payload` types the webhook adapter sends.
 fn webhooks() -> Value {
     let header = |name: &str, description: &str, required: bool| {
@@ -231,7 +233,15 @@ fn webhooks() -> Value {
         "5XX": { "description": "Sent again later with the same key: 502, 503 and 504 \
             after `Retry-After` and not counted as attempts; every other 5xx counted" },
     });
-    let hook = |summary: &str, schema: &str| {
+    let operator_responses = json!({
+        "2XX": { "description": "Accepted: this notice is not sent to this channel again" },
+        "4XX": { "description": "Refused for good (every 4xx but 408, 409 and 429): the \
+            copy ends `failed`; if the agent's copy failed too, the notice is counted as \
+            reaching no one" },
+        "5XX": { "description": "Sent again later with the same `webhook-id`, within the \
+            channel's own budget of attempts (408, 409 and 429 too)" },
+    });
+    let hook = |summary: &str, schema: &str, responses: &Value| {
         json!({ "post": {
             "summary": summary,
             "operationId": format!("receive_{}", schema.to_lowercase()),
@@ -245,10 +255,18 @@ fn webhooks() -> Value {
         "continuation": hook(
             "Re-invoke the session's agent with its finished executions (`continuation.v1`)",
             "ContinuationEvent",
+            &responses,
         ),
         "notice": hook(
             "Show the session's operator a notice; do not run the agent (`notice.v1`)",
             "NoticeEvent",
+            &responses,
+        ),
+        "operator_notice": hook(
+            "Tell a person about a notice, apart from the agent: `--notify-webhook` with \
+             `--notify-format json` (`operator_notice.v1`)",
+            "OperatorNoticeEvent",
+            &operator_responses,
         ),
     })
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DbArgs, PolicyLimitArgs};
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
-use crate::agent::WebhookSecret;
+use crate::agent::{NotifyFormat, OperatorConfig, WebhookSecret};
 use crate::server::{self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL};
 
 /// The default API address: loopback only.
@@ -97,6 +97,37 @@ pub struct ServeArgs {
     /// the process list); they sign beside any --webhook-secret.
     #[arg(long, env = "NOMOS_CONTINUE_WEBHOOK_SECRET_FILE")]
     webhook_secret_file: Option<PathBuf>,
+    /// Also send every notice to a person here, apart from the agent (so a
+    /// notice about a dead agent endpoint still reaches someone): an alert
+    /// router, a chat channel's incoming webhook. Signed like the agent's
+    /// webhook with --notify-secret.
+    #[arg(long, env = "NOMOS_CONTINUE_NOTIFY_WEBHOOK")]
+    notify_webhook: Option<String>,
+    /// The notify webhook's body: `json` (the versioned operator_notice.v1)
+    /// or `slack` (a Slack-compatible incoming-webhook message).
+    #[arg(long, env = "NOMOS_CONTINUE_NOTIFY_FORMAT", default_value = "json")]
+    notify_format: NotifyFormat,
+    /// Bearer token sent to the notify webhook.
+    #[arg(long, env = "NOMOS_CONTINUE_NOTIFY_TOKEN", hide_env_values = true)]
+    notify_token: Option<String>,
+    /// Sign every notify webhook request with this Standard Webhooks secret
+    /// (as --webhook-secret; repeat it or separate with commas to rotate).
+    #[arg(
+        long,
+        env = "NOMOS_CONTINUE_NOTIFY_SECRET",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    notify_secret: Vec<String>,
+    /// Read notify webhook secrets from this file, one a line.
+    #[arg(long, env = "NOMOS_CONTINUE_NOTIFY_SECRET_FILE")]
+    notify_secret_file: Option<PathBuf>,
+    /// Tell the operator about an execution linked in an open window that
+    /// has not finished after this long (`10m`, `1h`), and again when its
+    /// window is about to close with it still running.
+    #[arg(long, env = "NOMOS_CONTINUE_STUCK_AFTER", default_value = "10m",
+        value_parser = humantime::parse_duration)]
+    stuck_after: Duration,
     /// A policy component to run instead of the built-in one; the file is
     /// watched and a valid new version is swapped in without a restart.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY")]
@@ -153,8 +184,17 @@ impl ServeArgs {
     fn into_config(self) -> Result<(SocketAddr, ServeConfig)> {
         let token = secret(self.token, self.token_file.as_deref())?;
         let admin_token = secret(self.admin_token, self.admin_token_file.as_deref())?;
-        let webhook_secrets =
-            webhook_secrets(&self.webhook_secret, self.webhook_secret_file.as_deref())?;
+        let signing = webhook_secrets(&self.webhook_secret, self.webhook_secret_file.as_deref())?;
+        let notify = match self.notify_webhook {
+            Some(url) => Some(OperatorConfig {
+                format: self.notify_format,
+                token: self.notify_token,
+                secrets: webhook_secrets(&self.notify_secret, self.notify_secret_file.as_deref())
+                    .context("--notify-secret")?,
+                ..OperatorConfig::new(url)
+            }),
+            None => None,
+        };
         let tls = match (self.tls_cert, self.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
@@ -170,7 +210,9 @@ impl ServeArgs {
             },
             agent_webhook: self.agent_webhook,
             agent_token: self.agent_token,
-            webhook_secrets,
+            webhook_secrets: signing,
+            notify,
+            stuck_after: self.stuck_after,
             agent_openai: self.agent_openai,
             openai_model: self.openai_model,
             openai_key: self.openai_key,

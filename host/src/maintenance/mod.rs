@@ -1,5 +1,6 @@
 //! Housekeeping beside the worker, each task on its own interval: the
-//! rescuer (expired leases) and the decision log's retention.
+//! rescuer (expired leases), the decision log's retention, and the stuck
+//! watch (notices about executions running too long in an open window).
 //!
 //! Why not in the worker: neither touches a delivery in flight or asks the
 //! policy; each is one store call on a timer, and a replica runs them
@@ -7,6 +8,7 @@
 
 mod rescuer;
 mod retention;
+mod stuck;
 
 use std::future::Future;
 use std::time::Duration;
@@ -15,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use rescuer::Rescuer;
 pub use retention::Retention;
+pub use stuck::{StuckWatch, CLOSING_MARGIN, DEFAULT_STUCK_AFTER, STUCK_REVISION};
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
 /// pass is logged as `what` and tried again at the next interval.

@@ -7,10 +7,11 @@ use std::time::Duration;
 use super::exposure::Insecure;
 use super::tls::TlsFiles;
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
-use crate::agent::WebhookSecret;
+use crate::agent::{OperatorConfig, WebhookSecret};
 use crate::api::Auth;
+use crate::maintenance::DEFAULT_STUCK_AFTER;
 use crate::policy::Limits;
-use crate::worker::WorkerConfig;
+use crate::worker::{NotifyConfig, WorkerConfig};
 
 /// The default database: an SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite:nomos-continue.db";
@@ -53,6 +54,16 @@ pub struct ServeConfig {
     /// Each signs every webhook request (Standard Webhooks); two while one
     /// is rotated. None sends them unsigned, with a warning at start-up.
     pub webhook_secrets: Vec<WebhookSecret>,
+    /// The operator's channel (`--notify-webhook`): every notice goes
+    /// there too, apart from the agent. `None` leaves notices to the agent
+    /// and the console, and one that the agent could not take is counted as
+    /// reaching no one.
+    pub notify: Option<OperatorConfig>,
+    /// The operator channel's budget, lease and poll.
+    pub notify_settings: NotifyConfig,
+    /// How long an execution linked in an open window may run before its
+    /// operator is told (`--stuck-after`).
+    pub stuck_after: Duration,
     /// An OpenAI-compatible chat endpoint for the built-in `chatWith`
     /// (history from the store); exclusive with `agent_webhook`.
     pub agent_openai: Option<String>,
@@ -108,6 +119,9 @@ impl Default for ServeConfig {
             agent_webhook: None,
             agent_token: None,
             webhook_secrets: Vec::new(),
+            notify: None,
+            notify_settings: NotifyConfig::default(),
+            stuck_after: DEFAULT_STUCK_AFTER,
             agent_openai: None,
             openai_model: DEFAULT_OPENAI_MODEL.into(),
             openai_key: None,

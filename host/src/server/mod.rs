@@ -30,17 +30,17 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, Operator};
 use crate::api::{self, AppState, BodyCaps};
 use crate::clock::Clock;
 use crate::console;
 use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
-use crate::maintenance::{Rescuer, Retention};
+use crate::maintenance::{Rescuer, Retention, StuckWatch};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::{Database, Store};
 use crate::telemetry::Telemetry;
-use crate::worker::{spawn_pg_listener, Worker};
+use crate::worker::{spawn_pg_listener, Notifier, Worker};
 
 #[cfg(feature = "test-support")]
 pub use exposure::ExposureError;
@@ -132,6 +132,8 @@ pub struct Server {
     store: Store,
     policy: Option<Arc<PolicyRuntime>>,
     agent: Option<Arc<dyn Agent>>,
+    /// The operator's channel, if injected; else the configuration's.
+    operator: Option<Arc<dyn Operator>>,
     clock: Option<Arc<dyn Clock>>,
     metrics: Arc<Metrics>,
     /// Whether the worker runs (the API tests leave it out).
@@ -159,6 +161,7 @@ impl Server {
             store: database.into_store(),
             policy: None,
             agent: None,
+            operator: None,
             clock: None,
             metrics: Arc::new(Metrics::default()),
             worker: true,
@@ -169,6 +172,13 @@ impl Server {
     /// Calls this agent instead of the adapter the configuration names.
     pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
         self.agent = Some(agent);
+        self
+    }
+
+    /// Tells this operator channel every notice instead of the webhook
+    /// the configuration names (an embedding that pages people its own way).
+    pub fn with_operator(mut self, operator: Arc<dyn Operator>) -> Self {
+        self.operator = Some(operator);
         self
     }
 
@@ -228,6 +238,7 @@ impl Server {
             store,
             policy,
             agent,
+            operator,
             clock,
             metrics,
             worker: with_worker,
@@ -261,6 +272,10 @@ impl Server {
         let agent = match agent {
             Some(agent) => agent,
             None => parts::build_agent(&config, &store, clock.clone())?,
+        };
+        let operator = match operator {
+            Some(operator) => Some(operator),
+            None => parts::build_operator(&config, clock.clone())?,
         };
         let addr = listener.local_addr().context("bound address")?;
 
@@ -327,6 +342,22 @@ impl Server {
                 }
             }
             tasks.spawn(worker.run(shutdown.clone()));
+            let notifier = Notifier::new(
+                store.clone(),
+                operator,
+                clock.clone(),
+                metrics.clone(),
+                config.notify_settings.clone(),
+                worker_id.clone(),
+            );
+            tasks.spawn(notifier.run(shutdown.clone()));
+            let stuck = StuckWatch::new(
+                store.clone(),
+                clock.clone(),
+                config.stuck_after,
+                config.rescue_interval,
+            );
+            tasks.spawn(stuck.run(shutdown.clone()));
         }
         let rescuer = Rescuer::new(
             store.clone(),

@@ -7,7 +7,8 @@ use anyhow::{Context, Result};
 
 use super::ServeConfig;
 use crate::agent::{
-    Agent, ChatAgent, ChatConfig, LogAgent, StoreHistory, WebhookAgent, WebhookConfig,
+    Agent, ChatAgent, ChatConfig, LogAgent, Operator, OperatorWebhook, StoreHistory, WebhookAgent,
+    WebhookConfig,
 };
 use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::deploy::verify_revision;
@@ -91,6 +92,27 @@ pub(super) fn build_agent(
             Ok(Arc::new(LogAgent))
         }
     }
+}
+
+/// The operator's webhook, if `config` names one (its requests stamped by
+/// `clock`); `None` says at start-up where notices will not go.
+pub(super) fn build_operator(
+    config: &ServeConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<Option<Arc<dyn Operator>>> {
+    let Some(notify) = &config.notify else {
+        tracing::warn!(
+            "no --notify-webhook: notices go to the agent and the console only, and one the \
+             agent cannot take reaches no one (counted as nomos_continue_notices_undelivered)"
+        );
+        return Ok(None);
+    };
+    if notify.secrets.is_empty() {
+        tracing::warn!("operator notices are unsigned: set --notify-secret");
+    }
+    let operator = OperatorWebhook::new(notify.clone()).context("configure the notify webhook")?;
+    tracing::info!(format = ?notify.format, "operator notices go to the notify webhook");
+    Ok(Some(Arc::new(operator.with_clock(clock))))
 }
 
 /// Secrets sign webhook requests only; set without a webhook they are

@@ -67,12 +67,14 @@ mod workers;
 
 pub use chat::history::SessionNotice;
 pub use deliveries::notice::NoticeAbout;
+pub use deliveries::operator::{OperatorCopy, OperatorNotice, OperatorOutcome};
 pub use deliveries::plan::FreshClaim;
 pub use deliveries::record::FailedCall;
-pub use deliveries::settle::RetryOutcome;
+pub use deliveries::settle::{OperatorDrop, RetryOutcome, OPERATOR_DROP_REASON};
 pub use handle::Database;
 pub use keys::KeyClaim;
 pub use link_data::LinkTrace;
+pub use links::stuck::{StuckExecution, STUCK_CLOSING_KEY, STUCK_KEY};
 pub use links::Poll;
 #[cfg(feature = "test-support")]
 pub use migrate::LOCK_ATTEMPTS;

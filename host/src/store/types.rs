@@ -108,6 +108,23 @@ text_enum!(
 );
 
 text_enum!(
+    /// Where a notice's copy for the operator's channel is in its life
+    /// (`nomos_operator_notices.state`).
+    OperatorState, "operator state" {
+        /// Waiting to be sent (possibly after a failed attempt).
+        Pending => "pending",
+        /// The channel accepted it; final.
+        Delivered => "delivered",
+        /// The channel's retry budget ran out; final.
+        Failed => "failed",
+        /// Older than a channel will send late when one first looked at it.
+        Expired => "expired",
+        /// No operator channel was configured when it was due.
+        None => "none",
+    }
+);
+
+text_enum!(
     /// How a link was settled (column `outcome` of `nomos_plan_executions`).
     Settlement, "outcome" {
         /// Its result was fed back to the agent.

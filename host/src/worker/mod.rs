@@ -29,6 +29,7 @@ mod deliver;
 mod input;
 mod journal;
 mod notices;
+mod operator;
 mod plan;
 mod wake;
 
@@ -50,6 +51,7 @@ use crate::store::{Poll, Store, StoreError};
 pub use builder::WorkerBuilder;
 pub use deliver::DeliverReport;
 pub(crate) use journal::logged_verdict;
+pub use operator::{Notifier, NotifyConfig, NotifyReport};
 pub use plan::PlanReport;
 #[cfg(feature = "test-support")]
 pub use plan::MAX_RECORDED_PER_BATCH;
@@ -311,29 +313,33 @@ fn jittered(base: Duration) -> Duration {
     base.mul_f64(factor)
 }
 
-/// `base * 2^(attempts-1)`, capped: the longest wait before a retry.
-fn backoff_ceiling(config: &WorkerConfig, attempts: i32) -> Duration {
+/// `base * 2^(attempts-1)`, capped at `max`: the longest wait before a
+/// retry.
+fn backoff_ceiling(base: Duration, max: Duration, attempts: i32) -> Duration {
     let exponent = u32::try_from(attempts.saturating_sub(1))
         .unwrap_or(0)
         .min(20);
-    config
-        .backoff_base
-        .saturating_mul(1 << exponent)
-        .min(config.backoff_max)
+    base.saturating_mul(1 << exponent).min(max)
 }
 
-/// The wait before retry `attempts` of `delivery`: a point in the upper half
-/// of [`backoff_ceiling`], spread by the delivery's id. Why spread: after an
+/// The wait before retry `attempts` of `delivery`, with the worker's
+/// backoff settings (see [`spread_backoff`]).
+fn backoff(config: &WorkerConfig, delivery: Uuid, attempts: i32) -> Duration {
+    spread_backoff(config.backoff_base, config.backoff_max, delivery, attempts)
+}
+
+/// The wait before retry `attempts` of the row `id`: a point in the upper
+/// half of [`backoff_ceiling`], spread by the id. Why spread: after an
 /// outage every delivery that failed with it has the same attempt count,
 /// and the same wait would send them all again in the same instant. Why by
 /// the id rather than a random draw: a delivery's waits are then the same
 /// on every replica and in every run of a seeded simulation, while
 /// different deliveries still land apart.
-fn backoff(config: &WorkerConfig, delivery: Uuid, attempts: i32) -> Duration {
-    let ceiling = backoff_ceiling(config, attempts);
+fn spread_backoff(base: Duration, max: Duration, id: Uuid, attempts: i32) -> Duration {
+    let ceiling = backoff_ceiling(base, max, attempts);
     // SplitMix64's finaliser over the id and the attempt: well spread bits
     // from correlated inputs (v4 ids, consecutive attempts).
-    let id = delivery.as_u128();
+    let id = id.as_u128();
     let mut x = (id as u64) ^ ((id >> 64) as u64) ^ u64::from(attempts.unsigned_abs());
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -348,10 +354,11 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_caps() {
-        let config = WorkerConfig::default();
-        assert_eq!(backoff_ceiling(&config, 1), Duration::from_secs(1));
-        assert_eq!(backoff_ceiling(&config, 3), Duration::from_secs(4));
-        assert_eq!(backoff_ceiling(&config, 30), Duration::from_secs(60));
+        let c = WorkerConfig::default();
+        let ceiling = |n| backoff_ceiling(c.backoff_base, c.backoff_max, n);
+        assert_eq!(ceiling(1), Duration::from_secs(1));
+        assert_eq!(ceiling(3), Duration::from_secs(4));
+        assert_eq!(ceiling(30), Duration::from_secs(60));
     }
 
     /// Retries of deliveries that failed together (same attempt count) are

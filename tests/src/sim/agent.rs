@@ -57,6 +57,8 @@ pub struct Weather {
     pub down_until: Option<DateTime<Utc>>,
     /// Drain mode: every call is accepted at once.
     pub calm: bool,
+    /// The endpoint answers 500 to everything, calm or not.
+    pub dead_for_good: bool,
 }
 
 /// What every worker incarnation's agent shares.
@@ -82,6 +84,11 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// The weather, to set before the run.
+    pub fn weather_mut(&self) -> std::sync::MutexGuard<'_, Weather> {
+        lock(&self.weather)
+    }
+
     pub fn new(
         seed: u64,
         clock: Arc<ManualClock>,
@@ -230,6 +237,17 @@ impl Runtime {
     /// Picks this call's fate.
     fn roll(&self) -> (Answer, Option<AgentError>, bool) {
         let weather = lock(&self.weather);
+        if weather.dead_for_good {
+            drop(weather);
+            self.fault();
+            return (
+                Answer::Retryable,
+                Some(AgentError::Retryable(
+                    "HTTP 500: the endpoint is down".into(),
+                )),
+                false,
+            );
+        }
         if weather.calm {
             return (Answer::Accepted, None, false);
         }

@@ -211,6 +211,68 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
             d.last_error
         ));
     }
+    operator_channel(sim, &ledger, &mut report, &mut v).await;
     report.violations = v;
     report
+}
+
+/// P1 with the operator's channel: every notice reaches a person (the
+/// agent accepted it, or its copy reached the operator's channel) or is
+/// one the undelivered count finds; the channel carried nothing but
+/// notices; and a channel that was up at the drain got every notice the
+/// agent did not take.
+async fn operator_channel(
+    sim: &Sim,
+    ledger: &[nomos_continue::store::Delivery],
+    report: &mut SimReport,
+    v: &mut Vec<String>,
+) {
+    use nomos_continue::store::OperatorState;
+    let notices: HashMap<&str, &nomos_continue::store::Delivery> = ledger
+        .iter()
+        .filter(|d| d.kind == DeliveryKind::Notice)
+        .map(|d| (d.idempotency_key.as_str(), d))
+        .collect();
+    for key in lock(&sim.operator.keys).iter() {
+        if !notices.contains_key(key.as_str()) {
+            v.push(format!(
+                "operator channel carried {key}, which is no notice"
+            ));
+        }
+    }
+    for notice in notices.values() {
+        let copy = match sim.store.operator_copy(notice.id).await {
+            Ok(Some(copy)) => copy,
+            Ok(None) => {
+                v.push(format!("P1: notice {} has no operator copy", notice.id));
+                continue;
+            }
+            Err(e) => {
+                v.push(format!("could not read notice {}'s copy: {e}", notice.id));
+                continue;
+            }
+        };
+        let agent_took_it = notice.state == DeliveryState::Delivered;
+        match copy.state {
+            OperatorState::Delivered => report.told_operator += 1,
+            OperatorState::Pending => v.push(format!(
+                "P1: notice {}'s operator copy still pending after the drain",
+                notice.id
+            )),
+            // Counted by the undelivered query when the agent did not take
+            // it either (its predicate: agent failed or dropped, copy
+            // failed, expired or none).
+            ended => {
+                if !agent_took_it {
+                    report.reached_no_one += 1;
+                    if !sim.config.operator_down_for_good {
+                        v.push(format!(
+                            "P1: notice {} reached no one though the operator's channel was up ({ended:?}, {:?})",
+                            notice.id, copy.last_error
+                        ));
+                    }
+                }
+            }
+        }
+    }
 }

@@ -13,6 +13,7 @@
 mod agent;
 mod check;
 mod model;
+mod operator;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::policy::PolicyRuntime;
 use nomos_continue::store::{DeliveryState, Poll, Route, Store};
-use nomos_continue::worker::{Worker, WorkerConfig};
+use nomos_continue::worker::{Notifier, NotifyConfig, Worker, WorkerConfig};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -31,6 +32,7 @@ use uuid::Uuid;
 
 use agent::{Runtime, SimAgent};
 use model::{ExecutionModel, Windows};
+use operator::SimOperator;
 
 /// The most simulated time that passes between two renewals of a live
 /// worker's leases: a third of the simulated workers' lease.
@@ -45,6 +47,11 @@ pub struct SimConfig {
     /// Worker incarnations alive at once.
     pub workers: usize,
     pub sessions: usize,
+    /// The agent's endpoint answers 500 to everything, the drain included:
+    /// every continuation fails, and so does every notice's agent copy.
+    pub agent_down_for_good: bool,
+    /// The operator's channel answers 500 to everything too.
+    pub operator_down_for_good: bool,
 }
 
 impl SimConfig {
@@ -55,6 +62,16 @@ impl SimConfig {
             steps: 300,
             workers: 3,
             sessions: 6,
+            agent_down_for_good: false,
+            operator_down_for_good: false,
+        }
+    }
+
+    /// [`Self::small`] with the agent's endpoint down for good.
+    pub fn agent_down(seed: u64) -> Self {
+        Self {
+            agent_down_for_good: true,
+            ..Self::small(seed)
         }
     }
 }
@@ -76,6 +93,10 @@ pub struct SimReport {
     pub failed: usize,
     /// Worker passes that returned an error (a fault of the store).
     pub pass_errors: usize,
+    /// Notices whose copy reached the operator's channel, and notices that
+    /// reached no one (counted as undelivered).
+    pub told_operator: usize,
+    pub reached_no_one: usize,
     /// Broken promises, each naming the promise; empty is a pass.
     pub violations: Vec<String>,
 }
@@ -94,6 +115,8 @@ struct Sim {
     clock: Arc<ManualClock>,
     windows: Arc<Mutex<Windows>>,
     runtime: Arc<Runtime>,
+    operator: Arc<SimOperator>,
+    notifier: Notifier,
     sessions: Vec<Uuid>,
     executions: Vec<ExecutionModel>,
     workers: Vec<Incarnation>,
@@ -120,6 +143,16 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         store.clone(),
         windows.clone(),
     ));
+    runtime.weather_mut().dead_for_good = config.agent_down_for_good;
+    let operator = Arc::new(SimOperator::new(config.seed, config.operator_down_for_good));
+    let notifier = Notifier::new(
+        store.clone(),
+        Some(operator.clone()),
+        clock.clone(),
+        Arc::default(),
+        NotifyConfig::default(),
+        format!("sim-{}-notifier", config.seed),
+    );
     let mut sim = Sim {
         config,
         rng: StdRng::seed_from_u64(config.seed),
@@ -128,6 +161,8 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         clock,
         windows,
         runtime,
+        operator,
+        notifier,
         sessions: (0..config.sessions).map(|_| Uuid::new_v4()).collect(),
         executions: Vec::new(),
         workers: Vec::new(),
@@ -148,7 +183,7 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
     let mut report = check::check(&sim).await;
     report.seed = config.seed;
     report.operations = config.steps;
-    report.faults = sim.faults + *lock(&sim.runtime.faults);
+    report.faults = sim.faults + *lock(&sim.runtime.faults) + *lock(&sim.operator.faults);
     report.pass_errors = *lock(&sim.pass_errors);
     report
 }
@@ -200,6 +235,21 @@ impl Sim {
             970..=979 => self.kill().await,
             980..=989 => self.stall().await,
             _ => self.outage(),
+        }
+        if self.rng.gen_bool(0.05) {
+            self.notify().await;
+        }
+    }
+
+    /// One pass of the operator channel's notifier; an error is a pass error.
+    async fn notify(&mut self) -> bool {
+        match self.notifier.pass().await {
+            Ok(r) => r.delivered + r.retried + r.failed + r.expired > 0,
+            Err(e) => {
+                tracing_free_log(&format!("notifier pass failed: {e}"));
+                *lock(&self.pass_errors) += 1;
+                false
+            }
         }
     }
 
@@ -415,6 +465,9 @@ impl Sim {
             weather.calm = true;
             weather.down_until = None;
         }
+        self.operator
+            .calm
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for incarnation in &mut self.workers {
             if let Some(pass) = incarnation.pass.take() {
                 // Held calls must be let go for the pass to end.
@@ -452,6 +505,7 @@ impl Sim {
                     Err(_) => *lock(&self.pass_errors) += 1,
                 }
             }
+            busy |= self.notify().await;
             // A pass with nothing to do is not the end while a retry is
             // still waiting for its time (an agent's `Retry-After` may be
             // longer than one step).
@@ -461,8 +515,12 @@ impl Sim {
         }
     }
 
-    /// Whether any session's ledger still holds a pending delivery.
+    /// Whether any session's ledger still holds a pending delivery, or
+    /// the operator channel a copy to send.
     async fn anything_pending(&self) -> bool {
+        if self.store.pending_operator_notices().await.unwrap_or(0) > 0 {
+            return true;
+        }
         for session in &self.sessions {
             match self.store.session_summary(*session).await {
                 Ok(summary) => {

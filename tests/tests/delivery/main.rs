@@ -3,5 +3,6 @@
 //! `nomos-continue serve` processes on PostgreSQL.
 
 mod simulation;
+mod stuck;
 mod worker;
 mod worker_faults;

@@ -4,6 +4,7 @@
 //! problem document, never a 500.
 
 mod contract;
+mod drops;
 mod executions;
 mod fuzz;
 mod scopes;

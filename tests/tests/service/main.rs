@@ -13,6 +13,7 @@ mod e2e;
 mod exposure;
 mod house;
 mod openapi;
+mod operator_channel;
 mod peers;
 mod readme;
 mod signing_cli;

@@ -15,6 +15,7 @@ mod link_data;
 mod links;
 mod migrations;
 mod misc;
+mod operator;
 mod plan;
 mod workers;
 
@@ -70,6 +71,12 @@ nomos_continue_tests::on_both_stores! {
     deliveries::failed_attempts_give_up_and_settle => failed_attempts_give_up_and_settle,
     deliveries::release_expired_leases_counts => release_expired_leases_counts,
     deliveries::concurrent_claims_never_overlap => concurrent_claims_never_overlap,
+    operator::every_notice_is_queued_for_the_operator => every_notice_is_queued_for_the_operator,
+    operator::operator_copies_are_claimed_once_and_recorded_by_their_claim => operator_copies_are_claimed_once_and_recorded_by_their_claim,
+    operator::a_notice_reaches_no_one_only_when_both_channels_failed => a_notice_reaches_no_one_only_when_both_channels_failed,
+    operator::old_copies_expire_rather_than_page_late => old_copies_expire_rather_than_page_late,
+    operator::the_operator_drops_a_pending_continuation_with_one_notice => the_operator_drops_a_pending_continuation_with_one_notice,
+    operator::executions_running_past_the_threshold_are_stuck => executions_running_past_the_threshold_are_stuck,
     classes::status_classes_round_trip_per_revision => status_classes_round_trip_per_revision,
     classes::saving_a_class_again_keeps_the_first => saving_a_class_again_keeps_the_first,
     classes::an_outcome_outside_the_contract_is_refused => an_outcome_outside_the_contract_is_refused,

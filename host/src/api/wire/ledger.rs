@@ -194,3 +194,10 @@ pub struct RetryResponse {
     /// The delivery, pending again with the same idempotency key.
     pub delivery: Delivery,
 }
+
+/// A pending delivery the operator dropped.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DropResponse {
+    /// The delivery, now `dropped`: it is never sent.
+    pub delivery: Delivery,
+}

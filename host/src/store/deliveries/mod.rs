@@ -8,10 +8,12 @@
 //! - `claim`: taking due rows under a lease, renewing and giving it back;
 //! - `record`: what a call did (delivered, or a failed attempt);
 //! - `settle`: ending a continuation that will not be sent, and retries;
-//! - `notice`: notices, and settling a delivery's links.
+//! - `notice`: notices, and settling a delivery's links;
+//! - `operator`: a notice's copy for the operator's channel.
 
 pub(crate) mod claim;
 pub(crate) mod notice;
+pub(crate) mod operator;
 pub(crate) mod plan;
 pub(crate) mod record;
 pub(crate) mod row;

@@ -1,5 +1,6 @@
 //! Ending a continuation that will not be sent (its window closed while it
-//! waited), and the operator's retry of one that ended `failed`.
+//! waited), and the operator's retry of one that ended `failed` or drop of
+//! one that is still pending.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -67,6 +68,41 @@ impl RetryOutcome {
         }
     }
 }
+
+/// What [`Store::drop_delivery`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OperatorDrop {
+    /// The delivery ended `dropped`: a continuation with its links settled
+    /// `dropped` and one notice saying so; a notice with nothing more.
+    Dropped(Box<Delivery>),
+    /// No delivery has this id.
+    NotFound,
+    /// Only a pending delivery can be dropped.
+    NotPending(DeliveryState),
+    /// A call is in flight under a live lease: its outcome decides; drop
+    /// again once it is recorded if it is still pending.
+    InFlight,
+}
+
+impl OperatorDrop {
+    /// The outcome in words, for the API and the command line alike.
+    pub fn explain(&self, id: Uuid) -> String {
+        match self {
+            Self::Dropped(_) => format!("delivery {id} was dropped"),
+            Self::NotFound => format!("no delivery {id}"),
+            Self::NotPending(state) => format!(
+                "delivery {id} is {}: only a pending delivery can be dropped",
+                state.as_str()
+            ),
+            Self::InFlight => format!(
+                "delivery {id} has a call in flight: its outcome is recorded first; drop it again if it is still pending then"
+            ),
+        }
+    }
+}
+
+/// Why a link of a continuation the operator dropped was settled so.
+pub const OPERATOR_DROP_REASON: &str = "dropped by the operator";
 
 impl Store {
     /// Pending continuations whose session has no open window at `now` and
@@ -160,6 +196,45 @@ impl Store {
         insert_notice(&mut tx, (&delivery).into(), &key, message, now).await?;
         tx.commit().await?;
         Ok(true)
+    }
+
+    /// The operator's drop of a pending delivery that no live lease holds
+    /// (waiting for its first call, or between retries): it ends
+    /// `dropped` and is never sent. A continuation's links are settled
+    /// `dropped` and one notice is written, in one transaction; a notice
+    /// is only ended. A delivery whose call is in flight is refused rather
+    /// than raced: the agent may be accepting it at this moment.
+    pub async fn drop_delivery(&self, id: Uuid, now: DateTime<Utc>) -> Result<OperatorDrop> {
+        let now = trunc(now);
+        let Some(current) = self.delivery(id).await? else {
+            return Ok(OperatorDrop::NotFound);
+        };
+        if current.state != DeliveryState::Pending {
+            return Ok(OperatorDrop::NotPending(current.state));
+        }
+        let guard = "d.state = 'pending' AND (d.lease_owner IS NULL OR d.lease_expires_at <= $1)";
+        let update = query(drop_where(guard))
+            .bind(now)
+            .bind(id)
+            .bind(OPERATOR_DROP_REASON);
+        let dropped = if current.kind == DeliveryKind::Continuation {
+            let message = format!(
+                "The operator dropped the continuation of {} execution(s) of session {}; \
+                 the agent was not re-invoked with their results.",
+                current.execution_ids.len(),
+                current.session_id
+            );
+            self.end_dropped(update, id, "o", OPERATOR_DROP_REASON, &message, now)
+                .await?
+        } else {
+            update.fetch_optional(self).await?.is_some()
+        };
+        Ok(match self.delivery(id).await? {
+            Some(d) if dropped => OperatorDrop::Dropped(Box::new(d)),
+            Some(d) if d.state == DeliveryState::Pending => OperatorDrop::InFlight,
+            Some(d) => OperatorDrop::NotPending(d.state),
+            None => OperatorDrop::NotFound,
+        })
     }
 
     /// The operator's retry of a delivery that ended `failed` (or a

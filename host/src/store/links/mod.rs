@@ -1,4 +1,7 @@
-//! Links between executions and sessions: create, list, drop.
+//! Links between executions and sessions: create, list, drop; and which
+//! of them are stuck (`stuck`).
+
+pub(crate) mod stuck;
 
 use std::collections::HashMap;
 
