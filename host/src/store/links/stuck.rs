@@ -60,6 +60,21 @@ fn stuck_sql(id_text: &str) -> String {
 }
 
 impl Store {
+    /// How many executions are stuck at `now` (see
+    /// [`Store::stuck_executions`]), for `/metrics`.
+    pub async fn count_stuck_executions(&self, now: DateTime<Utc>, after: Duration) -> Result<i64> {
+        let id_text = self
+            .backend()
+            .pick("l.execution_id::text", "l.execution_id");
+        let sql = format!("SELECT COUNT(*) AS n FROM ({}) s", stuck_sql(id_text));
+        let row = query(sql)
+            .bind(trunc(now))
+            .bind(trunc(now - after))
+            .fetch_one(self)
+            .await?;
+        row.bigint("n")
+    }
+
     /// Every execution stuck at `now`: linked at least `after` ago, in a
     /// window open now, not finished. Whether each has had its notices is
     /// part of the answer, so the watcher writes only the missing ones and
