@@ -1,5 +1,6 @@
 //! Housekeeping beside the worker, each task on its own interval: the
-//! rescuer (expired leases) and the decision log's retention.
+//! rescuer (expired leases) and the retention of the decision log and of
+//! tool output.
 //!
 //! Why not in the worker: neither touches a delivery in flight or asks the
 //! policy; each is one store call on a timer, and a replica runs them
@@ -14,7 +15,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use rescuer::Rescuer;
-pub use retention::Retention;
+pub use retention::{Retention, TextPurged, TextRetention};
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
 /// pass is logged as `what` and tried again at the next interval.
