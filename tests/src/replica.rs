@@ -129,6 +129,7 @@ pub struct Replica {
     client: reqwest::Client,
     token: Option<String>,
     stderr: Arc<Mutex<Vec<String>>>,
+    stdout: Arc<Mutex<Vec<String>>>,
 }
 
 impl Replica {
@@ -177,7 +178,15 @@ impl Replica {
             );
         };
         // Keep draining stdout so the process never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&stdout);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(line);
+            }
+        });
         Replica {
             child,
             addr,
@@ -185,6 +194,7 @@ impl Replica {
             client: reqwest::Client::new(),
             token: options.token.clone(),
             stderr,
+            stdout,
         }
     }
 
@@ -194,6 +204,35 @@ impl Replica {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .join("\n")
+    }
+
+    /// Everything it has written on stdout so far, after its address line.
+    pub fn stdout(&self) -> String {
+        self.stdout
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .join("\n")
+    }
+
+    /// `GET path` with its token; the body, asserting a 2xx.
+    pub async fn get_text(&self, path: &str) -> String {
+        let response = self.answer(self.client.get(self.url(path)), path).await;
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        assert!(status.is_success(), "GET {path}: {status} {body}");
+        body
+    }
+
+    /// `request` sent with the replica's token, if any.
+    async fn answer(&self, request: reqwest::RequestBuilder, what: &str) -> reqwest::Response {
+        let request = match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{what} on {}: {e}", self.worker_id))
     }
 
     /// SIGTERM (a graceful shutdown: deliveries in flight finish, spans are
@@ -222,14 +261,7 @@ impl Replica {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Value {
-        let request = match &self.token {
-            Some(token) => request.bearer_auth(token),
-            None => request,
-        };
-        let response = request
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{what} on {}: {e}", self.worker_id));
+        let response = self.answer(request, what).await;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
         assert!(

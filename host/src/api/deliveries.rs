@@ -36,8 +36,9 @@ pub(super) async fn delivery(
 #[utoipa::path(post, path = "/v1/deliveries/{delivery_id}/retry", tag = "deliveries",
     params(("delivery_id" = Uuid, Path, description = "The delivery"), idempotency::KeyHeader),
     responses((status = 200, description = "Pending again", body = RetryResponse),
-        (status = 409, description = "The delivery has not ended, or was delivered; or a \
-            request with this Idempotency-Key is still being handled",
+        (status = 409, description = "The delivery has not ended, or was delivered, or its \
+            note was purged past the delivery retention; or a request with this \
+            Idempotency-Key is still being handled",
             body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "The Idempotency-Key was used with another request",
             body = Problem, content_type = "application/problem+json")))]

@@ -60,6 +60,7 @@ pub use limits::{BodyCap, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 #[cfg(feature = "test-support")]
 pub use openapi::document as openapi_document;
 pub use openapi::document_text as openapi_text;
+pub use request::measure;
 
 use crate::clock::Clock;
 use crate::deploy::PolicyDeployment;
@@ -72,6 +73,9 @@ use crate::store::Store;
 pub struct AppState {
     /// The database every route reads and writes.
     pub store: Store,
+    /// The worker's store, whose connection pool `/metrics` reports beside
+    /// the requests' pool of `store` (on SQLite both are one pool).
+    pub worker_store: Store,
     /// The active policy: classifies reported statuses, and is replaced on upload.
     pub policy: Arc<PolicyRuntime>,
     /// The "now" stamped on what the API records (injected, so tests and
@@ -88,6 +92,10 @@ pub struct AppState {
     /// The one way the policy routes change the policy, built once with
     /// the verify key (if any) so no route can deploy around it.
     pub deployment: PolicyDeployment,
+    /// How long an execution linked in an open window may run before it
+    /// counts as stuck (`serve --stuck-after`), for `/metrics` and the
+    /// console's statuses.
+    pub stuck_after: std::time::Duration,
 }
 
 /// The API's router.

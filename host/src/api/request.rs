@@ -5,11 +5,16 @@
 //! A caller's own `x-request-id` is kept when it is a short token, so a
 //! runtime's id reaches this log too; anything else gets a fresh UUID.
 
-use axum::extract::Request;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
+
+use crate::metrics::Metrics;
 
 /// The header a request id travels in, both ways.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -51,6 +56,31 @@ pub async fn assign(request: Request, next: Next) -> Response {
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
+    response
+}
+
+/// The middleware that counts every answered request in `metrics`, by the
+/// matched route's template rather than the path (a path names ids), and
+/// `unmatched` for a request no route took. Layered over the API and the
+/// console together, so both are counted alike.
+pub async fn measure(
+    State(metrics): State<Arc<Metrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await;
+    metrics.http_request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
     response
 }
 

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
 use axum::http::StatusCode;
@@ -13,8 +15,9 @@ use axum::Json;
 use super::error::ApiError;
 use super::wire::{Health, Readiness};
 use super::AppState;
-use crate::metrics::{render_backlog, render_shadow};
+use crate::metrics::{self, BacklogGauges, DatabaseGauges, PoolGauges, Scrape};
 use crate::policy::PolicyHandle;
+use crate::store::Store;
 
 /// Liveness: the process answers. It says nothing of the database (see
 /// `/readyz`), so an orchestrator does not restart a healthy process
@@ -75,25 +78,80 @@ pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-/// The process's counters, and the database-wide backlog gauges. A
-/// database that cannot answer leaves the gauges out (logged) rather than
-/// failing the scrape: the counters are still worth having.
+/// The process's counters, the policy's, the connection pools' and the
+/// database-wide gauges (`docs/metrics.md` lists them all). A database
+/// that cannot answer leaves its gauges out (logged) rather than failing
+/// the scrape: the counters are still worth having.
 #[utoipa::path(get, path = "/metrics", tag = "service",
-    responses((status = 200, description = "Prometheus text exposition", body = String,
+    responses((status = 200, description = "Prometheus text exposition (version 0.0.4)", body = String,
         content_type = "text/plain")))]
-pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let mut text = state
-        .metrics
-        .render(&state.policy.stats(), &state.policy.active_revision().0);
-    text.push_str(&render_shadow(&state.policy.shadow().stats()));
-    match state.store.backlog().await {
-        Ok(backlog) => {
-            let age = backlog.oldest_finished_at.map(|at| state.clock.now() - at);
-            text.push_str(&render_backlog(backlog.finished, age));
+pub(super) async fn metrics(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    // Read (and cap) whatever body came with the GET: left unread, it makes
+    // the server close the connection under an answer larger than one TCP
+    // window, and the scraper sees a truncated body.
+    state.caps.small.take(body)?;
+    let scrape = Scrape {
+        policy: state.policy.stats(),
+        shadow: state.policy.shadow().stats(),
+        active_revision: state.policy.active_revision().0.clone(),
+        database: database_gauges(&state).await,
+        pools: vec![
+            pool_gauges("worker", &state.worker_store),
+            pool_gauges("requests", &state.store),
+        ],
+    };
+    Ok((
+        [(CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        state.metrics.render(&scrape),
+    ))
+}
+
+/// The gauges read from the database for one scrape, one store query per
+/// field of [`DatabaseGauges`].
+async fn database_gauges(state: &AppState) -> DatabaseGauges {
+    let backlog = match state.store.backlog().await {
+        Ok(backlog) => Some(BacklogGauges {
+            finished: backlog.finished,
+            oldest_age: backlog
+                .oldest_finished_at
+                .map(|at| (state.clock.now() - at).to_std().unwrap_or_default()),
+        }),
+        Err(e) => {
+            tracing::warn!("metrics: backlog gauges left out: {e}");
+            None
         }
-        Err(e) => tracing::warn!("metrics: backlog gauges left out: {e}"),
+    };
+    let notices_undelivered = state
+        .store
+        .undelivered_notices()
+        .await
+        .inspect_err(|e| tracing::warn!("metrics: undelivered notices left out: {e}"))
+        .ok();
+    let after = chrono::Duration::from_std(state.stuck_after).unwrap_or(chrono::Duration::minutes(10));
+    let stuck_executions = state
+        .store
+        .count_stuck_executions(state.clock.now(), after)
+        .await
+        .inspect_err(|e| tracing::warn!("metrics: stuck executions left out: {e}"))
+        .ok();
+    DatabaseGauges {
+        backlog,
+        notices_undelivered,
+        stuck_executions,
     }
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
+fn pool_gauges(pool: &'static str, store: &Store) -> PoolGauges {
+    let used = store.pool_use();
+    PoolGauges {
+        pool,
+        size: used.size,
+        idle: used.idle,
+        max: used.max,
+    }
 }
 
 /// The OpenAPI document this build serves (the committed

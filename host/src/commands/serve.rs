@@ -172,6 +172,19 @@ pub struct ServeArgs {
     /// capture`; 0 logs nothing.
     #[arg(long, env = "NOMOS_CONTINUE_DECISION_LOG_DAYS", default_value_t = 7)]
     decision_log_days: u64,
+    /// Days a settled delivery keeps its note and last error (tool output
+    /// that may hold a secret); then both are emptied and the row stays in
+    /// the ledger. 0 keeps them.
+    #[arg(
+        long,
+        env = "NOMOS_CONTINUE_DELIVERY_RETENTION_DAYS",
+        default_value_t = 30
+    )]
+    delivery_retention_days: u64,
+    /// Days the chat history and chatWith notices of a session with nothing
+    /// in flight are kept; then they are deleted. 0 keeps them.
+    #[arg(long, env = "NOMOS_CONTINUE_CHAT_RETENTION_DAYS", default_value_t = 30)]
+    chat_retention_days: u64,
     /// Export the link, decide and deliver spans over OTLP/HTTP (protobuf)
     /// to this collector base URL (`/v1/traces` is added); off when unset.
     /// The trace context reaches the runtime either way.
@@ -233,9 +246,16 @@ impl ServeArgs {
         config.worker.hard_cap = self.hard_cap;
         config.worker.log_decisions = self.decision_log_days > 0;
         config.decision_retention = Duration::from_secs(self.decision_log_days * 24 * 3600);
+        config.delivery_retention = days(self.delivery_retention_days);
+        config.chat_retention = days(self.chat_retention_days);
         self.policy_limits.apply(&mut config.limits);
         Ok((self.listen, config))
     }
+}
+
+/// `days` days, `None` (kept for ever) for 0.
+fn days(days: u64) -> Option<Duration> {
+    (days > 0).then(|| Duration::from_secs(days.saturating_mul(24 * 3600)))
 }
 
 /// A token given directly, or read from a file (trimmed: editors and

@@ -1,6 +1,7 @@
 //! Housekeeping beside the worker, each task on its own interval: the
-//! rescuer (expired leases), the decision log's retention, and the stuck
-//! watch (notices about executions running too long in an open window).
+//! rescuer (expired leases), the retention of the decision log and of
+//! tool output, and the stuck watch (notices about executions running too
+//! long in an open window).
 //!
 //! Why not in the worker: neither touches a delivery in flight or asks the
 //! policy; each is one store call on a timer, and a replica runs them
@@ -16,8 +17,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use rescuer::Rescuer;
-pub use retention::Retention;
-pub use stuck::{StuckWatch, CLOSING_MARGIN, DEFAULT_STUCK_AFTER, STUCK_REVISION};
+pub use retention::{Retention, TextPurged, TextRetention};
+pub use stuck::{StuckWatch, DEFAULT_STUCK_AFTER};
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
 /// pass is logged as `what` and tried again at the next interval.

@@ -1,18 +1,23 @@
 //! Retention: logged decisions older than the retention are deleted in
 //! short batches, so the log (written on every pass) does not grow without
 //! bound and no delete holds locks for long; the API's idempotency keys
-//! are deleted once past [`KEY_RETENTION`].
+//! are deleted once past [`KEY_RETENTION`]; and the text tool output
+//! reaches (settled deliveries' notes and errors, idle sessions' chat
+//! history and `chatWith` notices) is purged past its own retention
+//! ([`TextRetention`]; what is kept and why is in `store::retention`).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
-/// Decisions deleted per statement: each delete's locks stay short, and a
+/// Rows deleted (or scrubbed) per statement: each delete's locks stay short, and a
 /// large backlog is worked off in a few passes.
 const PURGE_BATCH: i64 = 5_000;
 
@@ -24,13 +29,39 @@ const PURGE_ROUNDS: usize = 20;
 /// weekend's outage.
 pub const KEY_RETENTION: chrono::Duration = chrono::Duration::hours(48);
 
-/// Deletes logged decisions past their retention on an interval.
+/// How long the text that tool output reaches is kept; `None` keeps it
+/// for ever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextRetention {
+    /// The note and last error of settled deliveries
+    /// (`serve --delivery-retention-days`), counted from their last update.
+    pub deliveries: Option<Duration>,
+    /// The chat turns and `chatWith` notices of sessions with nothing in
+    /// flight (`serve --chat-retention-days`), counted from their record.
+    pub chat: Option<Duration>,
+}
+
+/// What one text purge did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextPurged {
+    /// Deliveries whose note and error were emptied.
+    pub deliveries: u64,
+    /// Chat turns deleted.
+    pub chat_turns: u64,
+    /// `chatWith` notices deleted.
+    pub chat_notices: u64,
+}
+
+/// Deletes logged decisions, idempotency keys and tool output past their
+/// retention on an interval.
 pub struct Retention {
     store: Store,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     /// How long logged decisions are kept; `None` keeps them.
     retention: Option<Duration>,
+    /// How long tool output is kept.
+    text: TextRetention,
 }
 
 impl Retention {
@@ -46,27 +77,52 @@ impl Retention {
             clock,
             metrics,
             retention,
+            text: TextRetention::default(),
         }
+    }
+
+    /// Also purges tool output past `text` (by default it is kept).
+    pub fn with_text(mut self, text: TextRetention) -> Self {
+        self.text = text;
+        self
+    }
+
+    /// The time `retention` before now; `None` when kept for ever (or the
+    /// subtraction leaves the calendar).
+    fn cutoff(&self, retention: Option<Duration>) -> Option<DateTime<Utc>> {
+        let age = chrono::Duration::from_std(retention?).unwrap_or(chrono::Duration::MAX);
+        self.clock.now().checked_sub_signed(age)
     }
 
     /// Deletes logged decisions past their retention; returns how many.
     pub async fn purge_decisions(&self) -> Result<u64, StoreError> {
-        let Some(retention) = self.retention else {
+        let Some(before) = self.cutoff(self.retention) else {
             return Ok(0);
         };
-        let age = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
-        let Some(before) = self.clock.now().checked_sub_signed(age) else {
-            return Ok(0);
-        };
-        let mut purged = 0;
-        for _ in 0..PURGE_ROUNDS {
-            let n = self.store.purge_decisions(before, PURGE_BATCH).await?;
-            purged += n;
-            if n < PURGE_BATCH as u64 {
-                break;
-            }
-        }
+        let purged = in_batches(|batch| self.store.purge_decisions(before, batch)).await?;
         self.metrics.decisions_purged(purged);
+        Ok(purged)
+    }
+
+    /// Purges tool output past [`TextRetention`]: scrubs settled
+    /// deliveries, deletes idle sessions' chat turns and notices.
+    pub async fn purge_text(&self) -> Result<TextPurged, StoreError> {
+        let now = self.clock.now();
+        let mut purged = TextPurged::default();
+        if let Some(before) = self.cutoff(self.text.deliveries) {
+            purged.deliveries =
+                in_batches(|batch| self.store.scrub_deliveries(before, batch)).await?;
+        }
+        if let Some(before) = self.cutoff(self.text.chat) {
+            purged.chat_turns =
+                in_batches(|batch| self.store.purge_chat_turns(before, now, batch)).await?;
+            purged.chat_notices =
+                in_batches(|batch| self.store.purge_chat_notices(before, now, batch)).await?;
+        }
+        self.metrics.text_purged("deliveries", purged.deliveries);
+        self.metrics.text_purged("chat_turns", purged.chat_turns);
+        self.metrics
+            .text_purged("chat_notices", purged.chat_notices);
         Ok(purged)
     }
 
@@ -78,13 +134,37 @@ impl Retention {
         }
     }
 
-    /// One pass: the decision log, then the idempotency keys.
+    /// One pass: the decision log, the idempotency keys, the tool output.
     async fn purge(&self) -> Result<u64, StoreError> {
-        Ok(self.purge_decisions().await? + self.purge_keys().await?)
+        let text = self.purge_text().await?;
+        Ok(self.purge_decisions().await?
+            + self.purge_keys().await?
+            + text.deliveries
+            + text.chat_turns
+            + text.chat_notices)
     }
 
     /// Purges every `interval` until `shutdown` is cancelled.
     pub async fn run(self, interval: Duration, shutdown: CancellationToken) {
         super::every(interval, shutdown, "retention purge", || self.purge()).await;
     }
+}
+
+/// Runs `step` with [`PURGE_BATCH`] until it does less than a batch, at
+/// most [`PURGE_ROUNDS`] times (the rest waits for the next pass); returns
+/// the rows it did.
+async fn in_batches<F, Fut>(mut step: F) -> Result<u64, StoreError>
+where
+    F: FnMut(i64) -> Fut,
+    Fut: Future<Output = Result<u64, StoreError>>,
+{
+    let mut done = 0;
+    for _ in 0..PURGE_ROUNDS {
+        let n = step(PURGE_BATCH).await?;
+        done += n;
+        if n < PURGE_BATCH as u64 {
+            break;
+        }
+    }
+    Ok(done)
 }

@@ -52,7 +52,18 @@ impl PolicyFailure {
         matches!(self, PolicyFailure::Instantiate(_))
     }
 
-    /// A short label for metrics.
+    /// Every [`PolicyFailure::kind`], so `/metrics` can show each at 0
+    /// before the first failure (an alert's `rate()` needs the series).
+    pub const KINDS: [&'static str; 6] = [
+        "timeout",
+        "memory",
+        "trap",
+        "malformed",
+        "instantiate",
+        "input_too_large",
+    ];
+
+    /// A short label for metrics (one of [`PolicyFailure::KINDS`]).
     pub fn kind(&self) -> &'static str {
         match self {
             PolicyFailure::Timeout(_) => "timeout",

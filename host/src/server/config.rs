@@ -30,6 +30,11 @@ pub const DEFAULT_WORKER_STALE_AFTER: Duration = Duration::from_secs(15);
 /// Seven days of decisions: a week of traffic to replay a candidate on.
 pub const DEFAULT_DECISION_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Thirty days of tool output in the ledger and the chat history: long
+/// enough to look into last month's incident, short enough that a secret
+/// a tool printed does not stay for ever.
+pub const DEFAULT_TEXT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Everything a process can be told. Where the API listens is not here:
 /// the caller binds the listener and hands it over.
 #[derive(Debug, Clone)]
@@ -93,6 +98,14 @@ pub struct ServeConfig {
     /// How long logged decisions are kept (`serve --decision-log-days`);
     /// the worker logs none when `worker.log_decisions` is off.
     pub decision_retention: Duration,
+    /// How long settled deliveries keep their note and last error, which
+    /// hold tool output (`serve --delivery-retention-days`); `None` keeps
+    /// them.
+    pub delivery_retention: Option<Duration>,
+    /// How long the chat history and `chatWith` notices of a session with
+    /// nothing in flight are kept (`serve --chat-retention-days`); `None`
+    /// keeps them.
+    pub chat_retention: Option<Duration>,
     /// How often the worker registration's heartbeat is written.
     pub worker_heartbeat: Duration,
     /// How old a registration's heartbeat must be before another process
@@ -133,6 +146,8 @@ impl Default for ServeConfig {
             policy_poll: Duration::from_secs(2),
             rescue_interval: Duration::from_secs(15),
             decision_retention: DEFAULT_DECISION_RETENTION,
+            delivery_retention: Some(DEFAULT_TEXT_RETENTION),
+            chat_retention: Some(DEFAULT_TEXT_RETENTION),
             worker_heartbeat: DEFAULT_WORKER_HEARTBEAT,
             worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
             wake_listener: true,

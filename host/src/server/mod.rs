@@ -11,19 +11,21 @@
 //! - `parts`: the policy, agent and clock a config names.
 //! - `registration`: the worker id's registration and the upkeep tasks.
 //! - `exposure`: which addresses may be served without a token or TLS.
+//! - `timed`: the agent with every call timed into the metrics.
 //! - `tls`: TLS termination (rustls).
 
 mod config;
 mod exposure;
 mod parts;
 mod registration;
+mod timed;
 mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use axum::Router;
+use axum::{middleware, Router};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
@@ -35,7 +37,7 @@ use crate::api::{self, AppState, BodyCaps};
 use crate::clock::Clock;
 use crate::console;
 use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
-use crate::maintenance::{Rescuer, Retention, StuckWatch};
+use crate::maintenance::{Rescuer, Retention, StuckWatch, TextRetention};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::{Database, Store};
@@ -273,6 +275,7 @@ impl Server {
             Some(agent) => agent,
             None => parts::build_agent(&config, &store, clock.clone())?,
         };
+        let agent = timed::TimedAgent::wrap(agent, metrics.clone());
         let operator = match operator {
             Some(operator) => Some(operator),
             None => parts::build_operator(&config, clock.clone())?,
@@ -371,7 +374,11 @@ impl Server {
             clock.clone(),
             metrics.clone(),
             Some(config.decision_retention),
-        );
+        )
+        .with_text(TextRetention {
+            deliveries: config.delivery_retention,
+            chat: config.chat_retention,
+        });
         tasks.spawn(retention.run(config.rescue_interval, shutdown.clone()));
         if let Some(watcher) = file_watcher {
             tasks.spawn(watcher.run(shutdown.clone()));
@@ -380,16 +387,21 @@ impl Server {
 
         let state = AppState {
             store: store.for_requests(REQUEST_ACQUIRE),
+            worker_store: store.clone(),
             policy: policy.clone(),
             clock,
-            metrics,
+            metrics: metrics.clone(),
             wake,
             auth: config.auth(),
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
+            stuck_after: config.stuck_after,
         };
-        // The console beside the API, under the same tokens.
-        let app = api::router(state.clone()).merge(console::router(state));
+        // The console beside the API, under the same tokens; every request
+        // to either counted by its route.
+        let app = api::router(state.clone())
+            .merge(console::router(state))
+            .layer(middleware::from_fn_with_state(metrics, api::measure));
         let api = match tls {
             Some(tls) => {
                 let listener = TlsListener::new(listener, tls).context("serve TLS")?;

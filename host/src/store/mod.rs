@@ -59,6 +59,7 @@ mod links;
 mod migrate;
 mod policy;
 mod read;
+mod retention;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod types;
@@ -252,6 +253,17 @@ impl StoreError {
 /// Shorthand used throughout the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// A connection pool's figures as sqlx keeps them (see [`Store::pool_use`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolUse {
+    /// Connections open, idle or in use.
+    pub size: u32,
+    /// Of those, the idle ones.
+    pub idle: u32,
+    /// The most the pool opens.
+    pub max: u32,
+}
+
 /// Which database a store talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
@@ -349,6 +361,21 @@ impl Store {
                 Self::from_pg_pool(requests)
             }
             Db::Lite(_) => self.clone(),
+        }
+    }
+
+    /// How full this store's connection pool is now, for `/metrics`.
+    pub fn pool_use(&self) -> PoolUse {
+        fn of<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) -> PoolUse {
+            PoolUse {
+                size: pool.size(),
+                idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+                max: pool.options().get_max_connections(),
+            }
+        }
+        match &self.db {
+            Db::Pg(pool) => of(pool),
+            Db::Lite(pool) => of(pool),
         }
     }
 

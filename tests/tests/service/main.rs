@@ -1,8 +1,10 @@
 //! The service from outside: the HTTP API and its OpenAPI document, the
 //! console in a real browser, the agent adapters, the real binary end to
-//! end, the demo, the documented flags and README examples, the
-//! layering rules of the house, and the OpenAPI document as other people's
-//! tools read it (a generated Python client, schemathesis).
+//! end, the demo, the documented flags and README examples, what an
+//! operator monitors (metrics, alerting rules, dashboard) and that no
+//! secret reaches the log, the layering rules of the house, and the
+//! OpenAPI document as other people's tools read it (a generated Python
+//! client, schemathesis).
 
 mod agent_adapters;
 mod api;
@@ -12,6 +14,7 @@ mod demo;
 mod e2e;
 mod exposure;
 mod house;
+mod observability;
 mod openapi;
 mod operator_channel;
 mod peers;

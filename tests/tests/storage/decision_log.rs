@@ -142,7 +142,7 @@ async fn the_retention_task_purges_past_it(store: Store) {
     clock.advance(Duration::days(1) + Duration::seconds(1));
     assert_eq!(retention.purge_decisions().await.expect("past"), 5);
     assert!(metrics
-        .render(&Default::default(), "r")
+        .render(&Default::default())
         .contains("nomos_continue_decisions_purged_total 5"));
 }
 

@@ -1,12 +1,13 @@
 //! The store on both backends: conformance of every query, the
-//! set-at-a-time functions the worker uses, the chat history, and the
-//! migrations on a live database.
+//! set-at-a-time functions the worker uses, the chat history, the
+//! retention of tool output, and the migrations on a live database.
 //! One binary for these (and one for each other group) so CI links four
 //! test binaries, not sixteen.
 
 mod chat_history;
 mod decision_log;
 mod live_migration;
+mod retention;
 mod store_batch;
 mod store_conformance;
 mod store_plan_set;

@@ -208,19 +208,6 @@ impl Store {
         row.bigint("n")
     }
 
-    /// Operator copies by state, for `/metrics`: the channel's backlog and
-    /// how its copies ended (retention bounds the table).
-    pub async fn operator_notice_states(&self) -> Result<Vec<(OperatorState, i64)>> {
-        let rows = query(
-            "SELECT state, COUNT(*) AS n FROM nomos_operator_notices GROUP BY state ORDER BY state",
-        )
-        .fetch_all(self)
-        .await?;
-        rows.iter()
-            .map(|r| Ok((r.parsed("state")?, r.bigint("n")?)))
-            .collect()
-    }
-
     /// The operator copy of notice `id`: its state, attempts and last
     /// error; `None` when it has none (not a notice, or written before the
     /// channel existed).

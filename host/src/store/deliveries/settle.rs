@@ -47,6 +47,9 @@ pub enum RetryOutcome {
     WindowClosed,
     /// Another continuation of the session is pending; retry after it.
     SessionBusy,
+    /// Its note was scrubbed past the delivery retention (see
+    /// `Store::scrub_deliveries`): nothing is left to send.
+    Purged,
 }
 
 impl RetryOutcome {
@@ -64,6 +67,9 @@ impl RetryOutcome {
             ),
             Self::SessionBusy => format!(
                 "delivery {id}'s session has another continuation pending: retry once it is settled"
+            ),
+            Self::Purged => format!(
+                "delivery {id}'s note was purged past the delivery retention: nothing is left to send"
             ),
         }
     }
@@ -253,6 +259,9 @@ impl Store {
             DeliveryState::Failed | DeliveryState::Dropped
         ) {
             return Ok(RetryOutcome::NotEnded(current.state));
+        }
+        if current.note.is_empty() {
+            return Ok(RetryOutcome::Purged);
         }
         let continuation = current.kind == DeliveryKind::Continuation;
         if continuation
