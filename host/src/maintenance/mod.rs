@@ -15,7 +15,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use rescuer::Rescuer;
-pub use retention::{Retention, TextPurged, TextRetention};
+#[cfg(feature = "test-support")]
+pub use retention::TextPurged;
+pub use retention::{Retention, TextRetention};
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
 /// pass is logged as `what` and tried again at the next interval.
