@@ -65,8 +65,10 @@ const DELIVERY_RESULTS: [&str; 8] = [
     "dropped_window_closed",
 ];
 
-/// The channels a notice is sent on, and how each attempt ends.
-const NOTICE_CHANNELS: [&str; 2] = ["agent", "operator"];
+/// The channels whose notice attempts are counted here (the agent's copy
+/// of a notice is a delivery, counted by `deliveries_total`), and how each
+/// attempt ends.
+const NOTICE_CHANNELS: [&str; 1] = ["operator"];
 const NOTICE_RESULTS: [&str; 5] = ["delivered", "failed", "retried", "none", "expired"];
 
 /// What the retention purges of tool output ([`Metrics::text_purged`]).
