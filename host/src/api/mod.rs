@@ -8,9 +8,10 @@
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn for `chatWith` to replay (`Idempotency-Key`) | runtime |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
 //! | `GET /v1/executions/{id}` | the execution and its session | runtime |
-//! | `GET /v1/sessions` | a page of sessions (`?filter=`) | runtime |
+//! | `GET /v1/overview` | in flight, pending, failed, dropped, unheard notices, continuations per hour, pickup p50/p99 | runtime |
+//! | `GET /v1/sessions` | a page of sessions (`?filter=`, `?status=`) | runtime |
 //! | `GET /v1/sessions/{id}` | its window and counts | runtime |
-//! | `GET /v1/sessions/{id}/links`, `/deliveries`, `/notices` | a page of each list | runtime |
+//! | `GET /v1/sessions/{id}/links`, `/deliveries`, `/notices` | a page of each list (a notice: a delivery of kind `notice` and its operator-channel state) | runtime |
 //! | `GET /v1/deliveries/{id}` | one delivery | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key (`Idempotency-Key`) | runtime |
 //! | `GET /v1/policy` | the active revision and the runtime's counters; the shadow revision and its disagreements | runtime |
@@ -36,6 +37,7 @@ mod executions;
 mod idempotency;
 mod limits;
 mod openapi;
+mod overview;
 mod policy;
 mod request;
 mod service;
@@ -87,7 +89,15 @@ pub struct AppState {
     /// The one way the policy routes change the policy, built once with
     /// the verify key (if any) so no route can deploy around it.
     pub deployment: PolicyDeployment,
+    /// How long an execution linked in an open window may go unfinished
+    /// before its session shows `stuck` ([`DEFAULT_STUCK_AFTER`] unless
+    /// `serve` says otherwise).
+    pub stuck_after: std::time::Duration,
 }
+
+/// Ten minutes: longer than most tool runs, short enough that a hung one
+/// is seen within the hour.
+pub const DEFAULT_STUCK_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The API's router.
 pub fn router(state: AppState) -> Router {
@@ -105,6 +115,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/sessions/{session_id}/turns",
             post(sessions::writes::record_turn).layer(caps.turn.layer()),
         )
+        .route("/v1/overview", get(overview::overview))
         .route("/v1/sessions", get(sessions::sessions))
         .route("/v1/sessions/{session_id}", get(sessions::session))
         .route("/v1/sessions/{session_id}/links", get(sessions::links))

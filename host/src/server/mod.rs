@@ -356,6 +356,7 @@ impl Server {
             auth: config.auth(),
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
+            stuck_after: api::DEFAULT_STUCK_AFTER,
         };
         // The console beside the API, under the same tokens.
         let app = api::router(state.clone()).merge(console::router(state));

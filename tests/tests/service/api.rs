@@ -6,6 +6,7 @@
 mod contract;
 mod executions;
 mod fuzz;
+mod overview;
 mod scopes;
 mod sessions;
 mod shadow;

@@ -9,6 +9,7 @@ mod decision_log;
 mod live_migration;
 mod store_batch;
 mod store_conformance;
+mod store_overview;
 mod store_plan_set;
 mod store_sessions;
 mod store_shadow;
