@@ -316,17 +316,9 @@ impl Store {
         after: Option<DeliveryCursor>,
         limit: u32,
     ) -> Result<Page<Delivery, DeliveryCursor>> {
-        let page = self
-            .ledger_page(
-                session_id,
-                None,
-                after,
-                limit,
-                delivery_cols!(),
-                decode::delivery,
-            )
-            .await?;
-        Ok(page)
+        let (cols, read) = (delivery_cols!(), decode::delivery);
+        self.ledger_page(session_id, None, after, limit, cols, read)
+            .await
     }
 
     /// [`Self::session_deliveries`] (only those of `kind`, if given)
@@ -350,10 +342,7 @@ impl Store {
         } else {
             ""
         };
-        let kind = match kind {
-            Some(kind) => format!("AND kind = '{}'", kind.as_str()),
-            None => String::new(),
-        };
+        let kind = kind.map_or(String::new(), |k| format!("AND kind = '{}'", k.as_str()));
         // The page's rows are chosen on narrow columns first. Sorted in the
         // query that reads the notes, a plan that sorts (PostgreSQL's
         // generic plan does, for a session of thousands of deliveries)

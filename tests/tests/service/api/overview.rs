@@ -3,7 +3,7 @@
 //! narrowed to the sessions showing a status. The server's clock is the
 //! system's, so the ledger is seeded relative to now.
 
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{ContinuationPlan, PlanOutcome, Route, Store};
 use nomos_continue_tests::api::ServedApi;
 use uuid::Uuid;
@@ -16,8 +16,16 @@ nomos_continue_tests::on_both_stores!(
 /// A session approved and linked `ago` before now; its execution finished
 /// `finished_after` later, if given.
 async fn linked(store: &Store, ago: Duration, finished_after: Option<Duration>) -> (Uuid, Uuid) {
+    linked_at(store, Utc::now() - ago, finished_after).await
+}
+
+/// [`linked`] at `at`.
+async fn linked_at(
+    store: &Store,
+    at: DateTime<Utc>,
+    finished_after: Option<Duration>,
+) -> (Uuid, Uuid) {
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
-    let at = Utc::now() - ago;
     store
         .approve(session, Route::Api, at, Duration::minutes(30))
         .await
@@ -35,9 +43,9 @@ async fn linked(store: &Store, ago: Duration, finished_after: Option<Duration>) 
 async fn the_overview_answers_the_ledgers_numbers(store: Store) {
     let api = ServedApi::start(store.clone(), None).await;
     // Delivered three minutes ago, picked up 2.5 s after it finished.
-    let (session, execution) =
-        linked(&store, Duration::minutes(4), Some(Duration::seconds(57))).await;
-    let finished = Utc::now() - Duration::minutes(4) + Duration::seconds(57);
+    let at = Utc::now() - Duration::minutes(4);
+    let (session, execution) = linked_at(&store, at, Some(Duration::seconds(57))).await;
+    let finished = at + Duration::seconds(57);
     let ids = [execution];
     let plan = ContinuationPlan {
         session_id: session,
