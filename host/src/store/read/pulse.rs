@@ -96,18 +96,19 @@ const IN_FLIGHT: &str = "SELECT COUNT(*) AS n, MIN(l.created_at) AS oldest \
      WHERE l.continued_at IS NULL AND e.finished_at IS NULL";
 
 /// The hours before `now` ($1) in which continuations were delivered since
-/// `$2`; a delivered row's `updated_at` is its `delivered_at` (nothing
-/// updates it after), so the range is read on the index of ended rows.
+/// `$2`. A delivered row's `updated_at` is its `delivered_at` (nothing
+/// updates it after), so both the range and the hour are read from the
+/// index of ended rows alone (an index-only scan: 15,000 deliveries a day
+/// are not read from the table).
 fn by_hour(backend: Backend) -> String {
     let age = backend.pick(
-        "FLOOR(EXTRACT(EPOCH FROM ($1 - delivered_at)) / 3600)",
-        "(($1 - delivered_at) / 3600000000)",
+        "FLOOR(EXTRACT(EPOCH FROM ($1 - updated_at)) / 3600)",
+        "(($1 - updated_at) / 3600000000)",
     );
     format!(
         "SELECT CAST({age} AS BIGINT) AS ago, COUNT(*) AS n FROM nomos_deliveries \
          WHERE state <> 'pending' AND state = 'delivered' AND kind = 'continuation' \
-           AND updated_at >= $2 \
-           AND delivered_at >= $2 AND delivered_at <= $1 \
+           AND updated_at >= $2 AND updated_at <= $1 \
          GROUP BY 1"
     )
 }
