@@ -12,7 +12,7 @@
 //! `now`. Failures and drops are counted over the last [`RECENT`] (an
 //! ended row stays ended forever, so an all-time count only grows); the
 //! pickup times over the last [`PICKUP_WINDOW`]. Each read is a range of a
-//! partial index (migration 027's on ended deliveries, 028's on ended
+//! partial index (migration 026's on ended deliveries, 027's on ended
 //! links), so its cost is the window's rows, not the history.
 //!
 //! # Percentiles on both backends

@@ -1,5 +1,5 @@
 -- no-transaction
--- 027_deliveries_ended_index: the overview's reads of ended deliveries
+-- 026_deliveries_ended_index: the overview's reads of ended deliveries
 -- (failed in the last 24 hours, continuations delivered per hour and their
 -- pickup times, notices that reached no one) as ranges of one index, so
 -- they cost the window's rows, not the ledger's history. A delivered row's
