@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use chrono::Utc;
 use nomos_continue::server::{ServeConfig, Server};
-use nomos_continue::store::{testing as bench, Database, Store};
+use nomos_continue::store::{testing as bench, Database, Judged, Store};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -147,7 +147,13 @@ async fn main() -> Result<()> {
     // busy session's timeline (after its first 500 links: a keyset page
     // costs the same at any depth, which this shows).
     let some_session = store
-        .sessions_page(Default::default(), None, 1, now)
+        .sessions_page(
+            Default::default(),
+            None,
+            None,
+            1,
+            Judged::at(now, nomos_continue::maintenance::DEFAULT_STUCK_AFTER),
+        )
         .await?
         .items
         .first()
@@ -179,6 +185,23 @@ async fn main() -> Result<()> {
         (
             "sessions, filter in-flight",
             "/ui/fragments/sessions?filter=in-flight".into(),
+        ),
+        (
+            "sessions, status stuck (none match)",
+            "/ui/fragments/sessions?status=stuck".into(),
+        ),
+        (
+            "sessions, status execution-failed",
+            "/ui/fragments/sessions?status=execution-failed".into(),
+        ),
+        (
+            "sessions, status ok",
+            "/ui/fragments/sessions?status=ok".into(),
+        ),
+        ("GET /v1/overview", "/v1/overview".into()),
+        (
+            "GET /v1/sessions?status=dropped (none match)",
+            "/v1/sessions?status=dropped".into(),
         ),
         (
             "sessions, search by session id",

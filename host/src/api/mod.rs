@@ -8,9 +8,10 @@
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn for `chatWith` to replay (`Idempotency-Key`) | runtime |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
 //! | `GET /v1/executions/{id}` | the execution and its session | runtime |
-//! | `GET /v1/sessions` | a page of sessions (`?filter=`) | runtime |
+//! | `GET /v1/overview` | in flight, pending, failed, dropped, unheard notices, continuations per hour, pickup p50/p99 | runtime |
+//! | `GET /v1/sessions` | a page of sessions (`?filter=`, `?status=`) | runtime |
 //! | `GET /v1/sessions/{id}` | its window and counts | runtime |
-//! | `GET /v1/sessions/{id}/links`, `/deliveries`, `/notices` | a page of each list | runtime |
+//! | `GET /v1/sessions/{id}/links`, `/deliveries`, `/notices` | a page of each list (a notice: a delivery of kind `notice` and its operator-channel state) | runtime |
 //! | `GET /v1/deliveries/{id}` | one delivery | runtime |
 //! | `POST /v1/deliveries/{id}/retry` | send a failed delivery again, same key (`Idempotency-Key`) | runtime |
 //! | `POST /v1/deliveries/{id}/drop` | drop a pending delivery: never sent, one notice (`Idempotency-Key`) | admin |
@@ -37,6 +38,7 @@ mod executions;
 mod idempotency;
 mod limits;
 mod openapi;
+mod overview;
 mod policy;
 mod request;
 mod service;
@@ -114,6 +116,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/sessions/{session_id}/turns",
             post(sessions::writes::record_turn).layer(caps.turn.layer()),
         )
+        .route("/v1/overview", get(overview::overview))
         .route("/v1/sessions", get(sessions::sessions))
         .route("/v1/sessions/{session_id}", get(sessions::session))
         .route("/v1/sessions/{session_id}/links", get(sessions::links))

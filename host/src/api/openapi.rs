@@ -31,6 +31,7 @@ use crate::agent::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent};
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     paths(
+        super::overview::overview,
         super::sessions::sessions,
         super::sessions::session,
         super::sessions::links,
@@ -58,6 +59,7 @@ use crate::agent::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent};
     modifiers(&Shared),
     security(("bearer" = [])),
     tags(
+        (name = "overview", description = "What is in flight, failing or unheard, over every session"),
         (name = "sessions", description = "Tool results, approvals, chat turns and what a session holds"),
         (name = "executions", description = "What a runtime reports of an execution"),
         (name = "deliveries", description = "What was sent to the agent"),

@@ -130,7 +130,8 @@ async fn database_gauges(state: &AppState) -> DatabaseGauges {
         .await
         .inspect_err(|e| tracing::warn!("metrics: undelivered notices left out: {e}"))
         .ok();
-    let after = chrono::Duration::from_std(state.stuck_after).unwrap_or(chrono::Duration::minutes(10));
+    let after =
+        chrono::Duration::from_std(state.stuck_after).unwrap_or(chrono::Duration::minutes(10));
     let stuck_executions = state
         .store
         .count_stuck_executions(state.clock.now(), after)

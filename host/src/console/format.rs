@@ -34,6 +34,142 @@ pub fn render(template: &impl askama::Template) -> Result<Html<String>, ApiError
         .map_err(|e| ApiError::Internal(format!("console template: {e}")))
 }
 
+/// A duration in seconds as an operator reads it: `45 s`, `12 min`,
+/// `3 h 5 min`, `2 d 4 h`.
+pub fn age(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s / 60),
+        3600..=86_399 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+/// `text` without terminal escape sequences (colours, cursor moves, window
+/// titles): a tool's output is often written for a terminal, and the raw
+/// `ESC[31m` would only hide the words. CSI (`ESC [` … a final byte), OSC
+/// (`ESC ]` … BEL or `ESC \`) and two-byte escapes are removed, as are the
+/// other control characters but newline and tab.
+pub fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                Some('[') => {
+                    // Parameters and intermediates, then one final byte.
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
+                    // Intermediates (a character set's `ESC ( B`), then a final byte.
+                    for c in chars.by_ref() {
+                        if !('\u{20}'..='\u{2f}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            '\n' | '\t' => out.push(c),
+            '\r' => {
+                // A lone carriage return redraws a line: keep the break.
+                if chars.peek() != Some(&'\n') {
+                    out.push('\n');
+                }
+            }
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Lines of a long output shown at each end.
+pub const END_LINES: usize = 20;
+
+/// A long output as the timeline shows it: its first and last
+/// [`END_LINES`] lines, and what lies between them (where a failed run's
+/// last line, the error, is never cut off).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// The first lines.
+    pub head: String,
+    /// What was left out between them, in words; empty when nothing was.
+    pub gap: String,
+    /// The last lines; empty when the head holds it all.
+    pub tail: String,
+}
+
+impl Output {
+    /// From the text the store read: `head` (its start), `tail` (its end,
+    /// after the head), `left_out` characters between them unread, and the
+    /// whole text's `lines`. Escapes are removed first.
+    pub fn of(head: &str, tail: &str, left_out: i64, lines: i64) -> Self {
+        let (head, tail) = (plain(head), plain(tail));
+        let keep = |text: &str, first: bool| -> (String, usize) {
+            let all: Vec<&str> = text.split('\n').collect();
+            let n = all.len().min(END_LINES);
+            let part = if first {
+                &all[..n]
+            } else {
+                &all[all.len() - n..]
+            };
+            (part.join("\n"), n)
+        };
+        if left_out == 0 {
+            let whole = format!("{head}{tail}");
+            let count = whole.split('\n').count();
+            if count <= 2 * END_LINES {
+                return Self {
+                    head: whole,
+                    ..Self::default()
+                };
+            }
+            let (first, _) = keep(&whole, true);
+            let (last, _) = keep(&whole, false);
+            return Self {
+                head: first,
+                gap: format!("… {} lines …", count - 2 * END_LINES),
+                tail: last,
+            };
+        }
+        let (first, shown_head) = keep(&head, true);
+        let (last, shown_tail) = keep(&tail, false);
+        let between = (lines - (shown_head + shown_tail) as i64).max(0);
+        let unread = left_out
+            + (head.chars().count() - first.chars().count()) as i64
+            + (tail.chars().count() - last.chars().count()) as i64;
+        Self {
+            head: first,
+            gap: format!("… {between} lines ({unread} characters) …"),
+            tail: last,
+        }
+    }
+}
+
 /// The first 12 characters of a revision's hash, as the CLI shows it.
 pub fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
@@ -42,6 +178,44 @@ pub fn short(hash: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_are_removed_and_the_words_kept() {
+        let coloured = "\u{1b}[1;31merror\u{1b}[0m: \u{1b}]0;title\u{7}disk full\r\ndone\u{1b}(B";
+        assert_eq!(plain(coloured), "error: disk full\ndone");
+        assert_eq!(plain("50%\r100%"), "50%\n100%");
+        assert_eq!(plain("tab\there"), "tab\there");
+    }
+
+    #[test]
+    fn a_long_output_keeps_its_first_and_last_lines() {
+        let text: String = (1..=100).map(|n| format!("line {n}\n")).collect();
+        let text = text.trim_end();
+        let shown = Output::of(text, "", 0, 100);
+        assert!(shown.head.starts_with("line 1\n") && shown.head.ends_with("line 20"));
+        assert_eq!(shown.gap, "… 60 lines …");
+        assert!(shown.tail.starts_with("line 81\n") && shown.tail.ends_with("line 100"));
+        let short = Output::of("a\nb", "", 0, 2);
+        assert_eq!((short.head.as_str(), short.gap.as_str()), ("a\nb", ""));
+        // Cut by the store: the end is read apart from the start.
+        let cut = Output::of("one\ntwo\n", "\nError: exit 1", 5000, 900);
+        assert_eq!(cut.head, "one\ntwo\n");
+        assert!(cut.tail.ends_with("Error: exit 1"));
+        assert!(
+            cut.gap.starts_with("… 895 lines (5000 characters)"),
+            "{}",
+            cut.gap
+        );
+    }
+
+    #[test]
+    fn ages_read_in_the_largest_units() {
+        assert_eq!(age(-3), "0 s");
+        assert_eq!(age(59), "59 s");
+        assert_eq!(age(600), "10 min");
+        assert_eq!(age(3 * 3600 + 300), "3 h 5 min");
+        assert_eq!(age(2 * 86_400 + 4 * 3600), "2 d 4 h");
+    }
 
     #[test]
     fn a_revision_is_shown_by_its_first_twelve_characters() {

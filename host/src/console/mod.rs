@@ -16,8 +16,8 @@
 //! | route | what | scope |
 //! | --- | --- | --- |
 //! | `GET /ui`, `/ui/assets/*` | the page, script and style | none (no data) |
-//! | `GET /ui/fragments/sessions` | sessions, filtered, paged, searched | runtime |
-//! | `GET /ui/fragments/sessions/{id}` | one session's timeline, paged | runtime |
+//! | `GET /ui/fragments/sessions` | the overview strip; sessions with their status, filtered (`?filter=`, `?status=`), paged, searched | runtime |
+//! | `GET /ui/fragments/sessions/{id}` | one session's timeline, one group per execution, paged; retry and drop buttons for the admin token | runtime |
 //! | `GET /ui/fragments/policy` | active, shadow, disagreements, revisions | runtime |
 //! | `GET /ui/fragments/playground` | the playground's forms, pre-filled | runtime |
 //! | `POST /ui/fragments/playground/extract` | ids the active policy extracts | runtime |
@@ -25,16 +25,19 @@
 //! | `GET /ui/fragments/playground/candidate` | 204: this token may upload (asked before sending megabytes) | admin |
 //! | `PUT /ui/fragments/playground/candidate` | hold a candidate for evaluation | admin |
 //!
-//! Promotion, roll-back and dropping the shadow are the API's own admin
-//! routes, called by the page with the same token: a runtime token gets
-//! the API's 403, shown as it is.
+//! Promotion, roll-back and dropping the shadow, and a delivery's retry and
+//! drop, are the API's own routes, called by the page with the same token:
+//! a runtime token gets the API's 403, shown as it is (and is shown no
+//! retry or drop button: the timeline is rendered for the token asking).
 
 mod candidates;
 mod format;
+mod overview;
 mod playground;
 mod policy;
 mod sessions;
 mod state;
+mod story;
 mod timeline;
 
 use std::sync::Arc;

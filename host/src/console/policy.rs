@@ -112,15 +112,19 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
                 failures: here.failures,
                 recent: recent
                     .into_iter()
-                    .map(|Shown { row: d, left_out }| DisagreementView {
-                        at: at(d.at),
-                        session: d.session_id.to_string(),
-                        execution: d.execution_id.to_string(),
-                        active: d.active_output,
-                        shadow: d.shadow_output,
-                        input: d.input,
-                        left_out,
-                    })
+                    .map(
+                        |Shown {
+                             row: d, left_out, ..
+                         }| DisagreementView {
+                            at: at(d.at),
+                            session: d.session_id.to_string(),
+                            execution: d.execution_id.to_string(),
+                            active: d.active_output,
+                            shadow: d.shadow_output,
+                            input: d.input,
+                            left_out,
+                        },
+                    )
                     .collect(),
             })
         }

@@ -1,31 +1,38 @@
-//! One session's timeline: the window, then for a page of its links each
-//! step in time order (linked from a tool result → status reports →
-//! decisions → continuation queued and delivered → settled → late
-//! reports), then a page of its ledger and of its notices.
+//! One session's timeline: its status and the window, then a page of its
+//! links, one collapsible group per execution (`story`), then a page of its
+//! ledger and of its notices (each with the agent's and the operator
+//! channel's state).
 //!
 //! Long texts (results, inputs, notes) arrive cut by the store (see
-//! `store::read::timeline`); a page says how much it left out.
-
-use std::collections::BTreeSet;
+//! `store::read::timeline`); a page says how much it left out. The retry
+//! and drop buttons are rendered for the admin token only: the fragment is
+//! rendered for the token that asked for it.
 
 use askama::Template;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderMap;
 use axum::response::Html;
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::format::{at, render, short, window_state};
+use super::format::{at, plain, render, short, window_state};
 use super::sessions::{row_view, RowView, PAGE};
 use super::state::Console;
-use crate::api::{parse_id, ApiError};
-use crate::store::{DeliveryCursor, DeliveryState, LinkCursor, NoticeCursor, Shown, Window};
+use super::story::{self, Action, Event, Group, Read};
+use crate::api::{parse_id, ApiError, Scope};
+use crate::store::{DeliveryCursor, Judged, LinkCursor, NoticeRow, Shown};
+
+/// Executions per page of the timeline: each is one collapsed row, so a
+/// page of a hundred is about as tall as the old page of fifty steps'
+/// worth was.
+const EXECUTIONS: u32 = 100;
 
 /// Decisions and late reports read for a page of links: a few each; an
 /// execution decided again and again (a wait logged on every pass that
 /// changed its answer) may have more, and the page then says so.
-const STEPS: i64 = PAGE as i64 * 4;
+const STEPS: i64 = EXECUTIONS as i64 * 4;
 
 #[derive(Deserialize, Default, Clone)]
 #[serde(deny_unknown_fields)]
@@ -58,42 +65,8 @@ impl TimelineQuery {
     }
 }
 
-/// One step of the story, at its time.
-struct Event {
-    at: DateTime<Utc>,
-    step: &'static str,
-    execution: String,
-    text: String,
-    detail: String,
-    left_out: i64,
-    decision: Option<i64>,
-}
-
-impl Event {
-    fn new(at: DateTime<Utc>, step: &'static str, execution: Option<Uuid>, text: String) -> Self {
-        Event {
-            at,
-            step,
-            execution: execution.map(|e| e.to_string()).unwrap_or_default(),
-            text,
-            detail: String::new(),
-            left_out: 0,
-            decision: None,
-        }
-    }
-
-    fn with_detail(mut self, detail: String, left_out: i64) -> Self {
-        self.detail = detail;
-        self.left_out = left_out;
-        self
-    }
-
-    fn when(&self) -> String {
-        at(self.at)
-    }
-}
-
 struct LedgerView {
+    id: String,
     key: String,
     kind: String,
     state: String,
@@ -105,12 +78,16 @@ struct LedgerView {
     last_error: String,
     note: String,
     left_out: i64,
+    actions: Vec<Action>,
 }
 
 struct NoticeView {
     at: String,
     key: String,
     message: String,
+    agent: String,
+    operator: String,
+    undelivered: bool,
 }
 
 #[derive(Template)]
@@ -120,7 +97,9 @@ struct TimelineView {
     window_class: &'static str,
     window: String,
     row: RowView,
-    events: Vec<Event>,
+    admin: bool,
+    session_events: Vec<Event>,
+    groups: Vec<Group>,
     steps_cut: bool,
     links_next: Option<String>,
     ledger: Vec<LedgerView>,
@@ -129,44 +108,33 @@ struct TimelineView {
     notices_next: Option<String>,
 }
 
-/// The window's own events. Only the latest approval is kept (an approval
-/// after an expiry replaces the window), so it is named as the current one.
-fn window_events(w: &Window, events: &mut Vec<Event>) {
-    let text = match w.closed_at {
-        None => format!("window opened by {} until {}", w.route, at(w.expires_at)),
-        Some(_) => format!("window opened by {}", w.route),
-    };
-    events.push(Event::new(w.opened_at, "approved", None, text));
-    if let Some(closed) = w.closed_at {
-        events.push(Event::new(closed, "denied", None, "window closed".into()));
-    }
-}
-
 /// The session's timeline (see the module docs); 404 if nothing is known
 /// of it.
 pub(super) async fn timeline(
     State(console): State<Console>,
     session_id: Result<Path<String>, PathRejection>,
     query: Result<Query<TimelineQuery>, QueryRejection>,
+    headers: HeaderMap,
 ) -> Result<Html<String>, ApiError> {
     let id = parse_id("session id", &session_id?.0)?;
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let links_after: Option<LinkCursor> = query.links.as_deref().map(str::parse).transpose()?;
     let ledger_after: Option<DeliveryCursor> =
         query.ledger.as_deref().map(str::parse).transpose()?;
-    let notices_after: Option<NoticeCursor> =
+    let notices_after: Option<DeliveryCursor> =
         query.notices.as_deref().map(str::parse).transpose()?;
     let store = &console.app.store;
     let now = console.app.clock.now();
+    let admin = is_admin(&console, &headers);
     let row = store
-        .session_row(id)
+        .session_row(id, Judged::at(now, console.app.stuck_after))
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("nothing is known of session {id}")))?;
-    let mut events = Vec::new();
-    if let (None, Some(w)) = (&links_after, &row.window) {
-        window_events(w, &mut events);
-    }
-    let links = store.session_links(id, links_after, PAGE).await?;
+    let session_events = match (&links_after, &row.window) {
+        (None, Some(w)) => story::window_events(w),
+        _ => Vec::new(),
+    };
+    let links = store.session_links(id, links_after, EXECUTIONS).await?;
     let ids: Vec<Uuid> = links.items.iter().map(|l| l.execution_id).collect();
     let executions = store.shown_executions(&ids).await?;
     let mut late = store.shown_late_reports(&ids, STEPS + 1).await?;
@@ -174,115 +142,97 @@ pub(super) async fn timeline(
     let steps_cut = late.len() as i64 > STEPS || decisions.len() as i64 > STEPS;
     late.truncate(STEPS as usize);
     decisions.truncate(STEPS as usize);
-    let delivery_ids: Vec<Uuid> = links
-        .items
-        .iter()
-        .filter_map(|l| l.delivery_id)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let deliveries = store.shown_deliveries(&delivery_ids).await?;
-    for link in &links.items {
-        let e = Some(link.execution_id);
-        let text = "linked from a tool result".to_owned();
-        events.push(Event::new(link.created_at, "linked", e, text));
-        if let Some(Shown { row: x, left_out }) =
-            executions.iter().find(|x| x.row.id == link.execution_id)
-        {
-            let (step, when) = match x.finished_at {
-                Some(t) => ("finished", t),
-                None => ("reported", x.updated_at),
-            };
-            let text = format!("status {}", x.status);
-            events.push(Event::new(when, step, e, text).with_detail(x.result.clone(), *left_out));
-        }
-    }
-    // Terminal is final: a report after it is kept, not applied.
-    for Shown { row: r, left_out } in late {
-        let text = format!("late report {}, kept, not applied", r.status);
-        let event = Event::new(r.reported_at, "late", Some(r.execution_id), text);
-        events.push(event.with_detail(r.result, left_out));
-    }
-    for Shown { row: d, left_out } in decisions {
-        let n = d.decision;
-        let mut text = format!("{} by revision {}", n.action, short(&n.revision));
-        if let Some(detail) = &n.detail {
-            text = format!("{text} ({detail})");
-        }
-        if let Some(key) = &n.idempotency_key {
-            text = format!("{text}, key {key}");
-        }
-        let detail = format!("input:\n{}\n\noutput:\n{}", n.input, n.output);
-        let mut event = Event::new(d.decided_at, "decided", Some(n.execution_id), text)
-            .with_detail(detail, left_out);
-        event.decision = Some(d.id);
-        events.push(event);
-    }
-    for Shown { row: d, left_out } in &deliveries {
-        let first = d.execution_ids.first().copied();
-        let text = format!("{} queued, key {}", d.kind, d.idempotency_key);
-        let queued = Event::new(d.created_at, "queued", first, text);
-        events.push(queued.with_detail(d.note.clone(), *left_out));
-        // `attempts` counts the failed ones.
-        if let Some(t) = d.delivered_at {
-            let text = match d.attempts {
-                0 => "delivered at the first attempt".to_owned(),
-                n => format!("delivered after {n} failed attempt(s)"),
-            };
-            events.push(Event::new(t, "delivered", first, text));
-        } else if d.state == DeliveryState::Failed {
-            let text = format!(
-                "gave up after {} failed attempt(s): {}",
-                d.attempts,
-                d.last_error.as_deref().unwrap_or("no error recorded")
-            );
-            events.push(Event::new(d.updated_at, "failed", first, text));
-        }
-    }
-    // A link is settled in the transaction that records its delivery, at
-    // the same instant: pushed after it, so it sorts after it.
-    for link in &links.items {
-        if let (Some(outcome), Some(t)) = (link.outcome, link.continued_at) {
-            let mut text = outcome.to_string();
-            if let Some(reason) = &link.reason {
-                text = format!("{text}: {reason}");
-            }
-            events.push(Event::new(t, "settled", Some(link.execution_id), text));
-        }
-    }
-    // Stable: events of one instant keep the order they were pushed in,
-    // which is the order they happen in.
-    events.sort_by_key(|e| e.at);
+    let deliveries = store
+        .shown_deliveries(&story::delivery_ids(&links.items))
+        .await?;
+    let groups = story::groups(
+        Read {
+            links: &links.items,
+            executions: &executions,
+            late,
+            decisions,
+            deliveries: &deliveries,
+        },
+        admin,
+    );
 
     let ledger = store.shown_ledger(id, ledger_after, PAGE).await?;
-    let notices = store.session_notices(id, notices_after, PAGE).await?;
+    let notices = store
+        .session_notice_deliveries(id, notices_after, PAGE)
+        .await?;
     let (window_class, window) = window_state(row.window.as_ref(), now);
     let view = TimelineView {
         id: id.to_string(),
         window_class,
         window,
         row: row_view(&row, now),
-        events,
+        admin,
+        session_events,
+        groups,
         steps_cut,
         links_next: links.next.map(|c| query.moved(id, "links", c)),
-        ledger: ledger.items.into_iter().map(ledger_view).collect(),
-        ledger_next: ledger.next.map(|c| query.moved(id, "ledger", c)),
-        notices: notices
+        ledger: ledger
             .items
             .into_iter()
-            .map(|n| NoticeView {
-                at: at(n.created_at),
-                key: n.idempotency_key,
-                message: n.message,
-            })
+            .map(|d| ledger_view(d, admin))
             .collect(),
+        ledger_next: ledger.next.map(|c| query.moved(id, "ledger", c)),
+        notices: notices.items.into_iter().map(notice_view).collect(),
         notices_next: notices.next.map(|c| query.moved(id, "notices", c)),
     };
     render(&view)
 }
 
-fn ledger_view(Shown { row: d, left_out }: Shown<crate::store::Delivery>) -> LedgerView {
+/// Whether the request's token opens the admin routes (the retry and drop
+/// buttons call them); with no token configured every route is open.
+fn is_admin(console: &Console, headers: &HeaderMap) -> bool {
+    let bearer = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    console.app.auth.check(Scope::Admin, bearer).is_ok()
+}
+
+fn notice_view(n: NoticeRow) -> NoticeView {
+    let undelivered = n.undelivered();
+    let d = n.delivery;
+    let operator = match n.operator {
+        None => "no operator row".to_owned(),
+        Some(o) => match o.last_error {
+            Some(e) => format!(
+                "{} after {} failed attempt(s): {}",
+                o.state,
+                o.attempts,
+                plain(&e)
+            ),
+            None => o.state,
+        },
+    };
+    let agent = match &d.last_error {
+        Some(e) => format!("{}: {}", d.state, plain(e)),
+        None => d.state.to_string(),
+    };
+    NoticeView {
+        at: at(d.created_at),
+        key: d.idempotency_key,
+        message: plain(&d.note),
+        agent,
+        operator,
+        undelivered,
+    }
+}
+
+fn ledger_view(shown: Shown<crate::store::Delivery>, admin: bool) -> LedgerView {
+    let actions = if admin {
+        story::actions(&shown.row)
+    } else {
+        Vec::new()
+    };
+    let Shown {
+        row: d, left_out, ..
+    } = shown;
     LedgerView {
+        id: d.id.to_string(),
         key: d.idempotency_key,
         kind: d.kind.to_string(),
         state: d.state.to_string(),
@@ -291,8 +241,9 @@ fn ledger_view(Shown { row: d, left_out }: Shown<crate::store::Delivery>) -> Led
         delivered: d.delivered_at.map(at).unwrap_or_default(),
         executions: d.execution_ids.len(),
         revision: short(&d.policy_revision).to_owned(),
-        last_error: d.last_error.unwrap_or_default(),
-        note: d.note,
+        last_error: d.last_error.as_deref().map(plain).unwrap_or_default(),
+        note: plain(&d.note),
         left_out,
+        actions,
     }
 }

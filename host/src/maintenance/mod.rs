@@ -17,14 +17,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use rescuer::Rescuer;
-<<<<<<< HEAD
-pub use retention::{Retention, TextPurged, TextRetention};
-pub use stuck::{StuckWatch, DEFAULT_STUCK_AFTER};
-=======
 #[cfg(feature = "test-support")]
 pub use retention::TextPurged;
 pub use retention::{Retention, TextRetention};
->>>>>>> metrics
+pub use stuck::{StuckWatch, DEFAULT_STUCK_AFTER};
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
 /// pass is logged as `what` and tried again at the next interval.

@@ -82,8 +82,10 @@ pub use migrate::LOCK_ATTEMPTS;
 pub use policy::classes::StoredClass;
 pub use policy::decisions::{DecisionFilter, LoggedDecision, NewDecision};
 pub use policy::shadow::Disagreement;
+pub use read::notices::{NoticeRow, OperatorDelivery};
 #[cfg(feature = "test-support")]
 pub use read::overview::{Backlog, Overview};
+pub use read::pulse::{Pulse, CHART_HOURS, PICKUP_WINDOW, RECENT};
 #[cfg(feature = "test-support")]
 pub use read::session::SessionSummary;
 pub use read::session::{
@@ -91,6 +93,7 @@ pub use read::session::{
     DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
 };
 pub use read::sessions::{SessionCursor, SessionFilter, SessionRow};
+pub use read::status::{Judged, SessionStatus};
 pub use read::timeline::Shown;
 #[cfg(feature = "test-support")]
 pub use read::timeline::SHOWN_CHARS;

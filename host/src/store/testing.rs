@@ -336,3 +336,21 @@ pub async fn explain_pending_links(store: &Store, limit: i64, revision: &str) ->
         .await?;
     Ok(lines.join("\n"))
 }
+
+/// Ends a notice's row in the operator's channel (`nomos_operator_notices`)
+/// in `state`, as that channel's sender does, for the tests of the reads
+/// that show it (the overview's notices that reached no one).
+pub async fn set_operator_state(
+    store: &Store,
+    notice_id: Uuid,
+    state: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    query("UPDATE nomos_operator_notices SET state = $2, updated_at = $3 WHERE notice_id = $1")
+        .bind(notice_id)
+        .bind(state)
+        .bind(trunc(now))
+        .execute(store)
+        .await?;
+    Ok(())
+}

@@ -7,6 +7,7 @@ mod contract;
 mod drops;
 mod executions;
 mod fuzz;
+mod overview;
 mod scopes;
 mod sessions;
 mod shadow;

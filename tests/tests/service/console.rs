@@ -391,3 +391,251 @@ async fn the_console_shows_the_story_and_keeps_policy_changes_to_the_admin() -> 
     );
     Ok(())
 }
+
+/// A tile's number on the overview strip.
+async fn tile(client: &Client, name: &str) -> Result<String> {
+    text(client, &format!("#overview [data-tile={name}] .tile-value")).await
+}
+
+/// What an operator at 3 a.m. sees: the overview strip agrees with
+/// `GET /v1/overview`; the status filter narrows the list to the session
+/// whose delivery failed; a 60-execution session is 60 collapsible rows;
+/// a failed output is shown without terminal escapes, its last line kept;
+/// the runtime token is shown no retry button, and the admin's Retry sends
+/// the failed continuation again (checked through the API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_what_is_failing_and_retries_it() -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use nomos_continue_tests::http::Reply;
+
+    let Some(browser) = Browser::start().await? else {
+        return Ok(());
+    };
+    let client = &browser.client;
+    let dir = tempfile::tempdir()?;
+    let database_url = format!("sqlite:{}", dir.path().join("failing.db").display());
+    let failing = Uuid::new_v4();
+    // The runtime refuses the failing session's calls (a permanent 400)
+    // until it is mended.
+    let mended = Arc::new(AtomicBool::new(false));
+    let script = Script::from_fn({
+        let mended = mended.clone();
+        move |request, _| {
+            if !mended.load(Ordering::SeqCst) && request.text().contains(&failing.to_string()) {
+                Reply::status(400)
+            } else {
+                Reply::status(200)
+            }
+        }
+    });
+    let (_, hook) = RecordingServer::start(script).await?;
+    let mut options = ReplicaOptions::new(&database_url, &hook.url("/hook"), "console-data");
+    options.extra_args = ["--token", RUNTIME, "--admin-token", ADMIN]
+        .map(String::from)
+        .to_vec();
+    options.token = Some(RUNTIME.into());
+    let replica = Replica::start(&options).await;
+    let base = format!("http://{}", replica.addr);
+    let api = Api {
+        base: base.clone(),
+        client: reqwest::Client::new(),
+    };
+    let get = async |path: &str| {
+        api.call(reqwest::Method::GET, path, RUNTIME, Vec::new())
+            .await
+    };
+
+    // Sixty executions of one session, all completed and continued.
+    let busy = Uuid::new_v4();
+    let many: Vec<Uuid> = (0..60).map(|_| Uuid::new_v4()).collect();
+    replica.approve(busy).await;
+    replica.link(busy, &many).await;
+    for execution in &many {
+        replica.put_status(*execution, "completed", "ok").await;
+    }
+    // The failing session: its output written for a terminal, 100 lines,
+    // the error last.
+    let mut output: String = (1..=99)
+        .map(|n| format!("\u{1b}[32mstep {n} ok\u{1b}[0m\n"))
+        .collect();
+    output.push_str("\u{1b}[1;31mError: disk full\u{1b}[0m");
+    let failed_execution = Uuid::new_v4();
+    replica
+        .fail_in_open_window(failing, failed_execution, &output)
+        .await;
+    let ledger = format!("/v1/sessions/{failing}/deliveries");
+    let delivery = until("the failing continuation to fail", async || {
+        let page = get(&ledger).await.ok()?;
+        page["items"]
+            .as_array()?
+            .iter()
+            .find(|d| d["kind"] == "continuation" && d["state"] == "failed")
+            .and_then(|d| d["id"].as_str().map(str::to_owned))
+    })
+    .await;
+    let links = format!("/v1/sessions/{busy}/links?limit=100");
+    until("the sixty to be continued", async || {
+        let page = get(&links).await.ok()?;
+        let items = page["items"].as_array()?;
+        (items.len() == 60 && items.iter().all(|l| l["outcome"] == "continued")).then_some(())
+    })
+    .await;
+
+    // Nothing moves any more (the failure's notice was refused too).
+    let overview = until("the ledger to settle", async || {
+        let o = get("/v1/overview").await.ok()?;
+        (o["pending_deliveries"] == 0 && o["in_flight"] == 0).then_some(o)
+    })
+    .await;
+    // The strip shows the store's numbers, the API's too.
+    log_in(client, &base, RUNTIME).await?;
+    for (name, field) in [
+        ("in-flight", "in_flight"),
+        ("pending", "pending_deliveries"),
+        ("failed", "failed_deliveries"),
+        ("dropped", "dropped"),
+        ("undelivered", "undelivered_notices"),
+        ("rate", "continuations_last_hour"),
+    ] {
+        let shown = tile(client, name).await?;
+        ensure!(
+            shown == overview[field].to_string(),
+            "the {name} tile shows {shown}, the API says {}",
+            overview[field]
+        );
+    }
+    ensure!(
+        overview["failed_deliveries"].as_i64() >= Some(1)
+            && overview["continuations_last_hour"].as_i64() >= Some(1),
+        "{overview}"
+    );
+    let chart = text(client, "#overview figcaption").await?;
+    ensure!(
+        chart.contains("Continuations delivered per hour"),
+        "the chart's text says {chart:?}"
+    );
+    shoot(client, "overview").await?;
+
+    // The status filter narrows the list to the failing session.
+    let all = client.find_all(Locator::Css("tr.session-row")).await?.len();
+    ensure!(all == 2, "{all} sessions listed");
+    wait(client, "a[data-status=delivery-failed]")
+        .await?
+        .click()
+        .await?;
+    wait(client, "a[data-status=delivery-failed].current").await?;
+    let rows = client.find_all(Locator::Css("tr.session-row")).await?;
+    ensure!(rows.len() == 1, "{} rows under delivery-failed", rows.len());
+    let listed = text(client, "tr.session-row .session-link").await?;
+    ensure!(listed == failing.to_string(), "listed {listed}");
+    let status = text(client, "tr.session-row .status").await?;
+    ensure!(status == "delivery failed", "its status reads {status:?}");
+
+    // Sixty executions, sixty rows.
+    go(client, &format!("#/session/{busy}"), "#session-view").await?;
+    let groups = client
+        .find_all(Locator::Css(".executions > details.execution"))
+        .await?;
+    ensure!(
+        groups.len() == 60,
+        "{} rows for 60 executions",
+        groups.len()
+    );
+    let finals = client
+        .find_all(Locator::Css(
+            ".executions > details.execution[data-final=ok]",
+        ))
+        .await?;
+    ensure!(finals.len() == 60, "{} of 60 read continued", finals.len());
+    shoot(client, "timeline-grouped").await?;
+
+    // The failing session: its error on the timeline, the output clean and
+    // whole at both ends, and no button for the runtime token.
+    go(client, &format!("#/session/{failing}"), "#session-view").await?;
+    wait(client, ".executions .step-failed").await?;
+    let mut failures = Vec::new();
+    for step in client
+        .find_all(Locator::Css(".executions .step-failed .what"))
+        .await?
+    {
+        failures.push(step.text().await?);
+    }
+    ensure!(
+        failures.iter().any(|f| f.contains("400")),
+        "the failure reads {failures:?}"
+    );
+    let shown: String = client
+        .execute(
+            "return document.querySelector('#session-view').textContent",
+            vec![],
+        )
+        .await?
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ensure!(!shown.contains('\u{1b}'), "a terminal escape is shown");
+    let tail: String = client
+        .execute(
+            "return document.querySelector('.step-finished .output .tail').textContent",
+            vec![],
+        )
+        .await?
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ensure!(
+        tail.ends_with("Error: disk full"),
+        "the output's end reads {tail:?}"
+    );
+    let buttons = client
+        .find_all(Locator::Css("button[data-action=retry]"))
+        .await?;
+    ensure!(
+        buttons.is_empty(),
+        "the runtime token is shown a retry button"
+    );
+
+    // As the admin: Retry, and the runtime (mended) accepts the same key.
+    wait(client, "#logout").await?.click().await?;
+    log_in(client, &base, ADMIN).await?;
+    go(client, &format!("#/session/{failing}"), "#session-view").await?;
+    mended.store(true, Ordering::SeqCst);
+    confirm_click(client, ".executions button[data-action=retry]").await?;
+    let one = format!("/v1/deliveries/{delivery}");
+    let after = until("the retried continuation to be delivered", async || {
+        let d = get(&one).await.ok()?;
+        (d["state"] != "failed").then_some(d)
+    })
+    .await;
+    ensure!(
+        after["state"] == "pending" || after["state"] == "delivered",
+        "after the retry: {after}"
+    );
+    let key = after["idempotency_key"]
+        .as_str()
+        .context("a key")?
+        .to_owned();
+    let delivered = until("the retried continuation to be delivered", async || {
+        let d = get(&one).await.ok()?;
+        (d["state"] == "delivered").then_some(d)
+    })
+    .await;
+    ensure!(delivered["failed_attempts"] == 0, "{delivered}");
+    let sent = hook
+        .requests()
+        .iter()
+        .filter(|r| r.header("idempotency-key") == Some(key.as_str()))
+        .count();
+    ensure!(sent >= 2, "the key was sent {sent} time(s), not again");
+    // The view refreshed after the button: the row is no longer failed.
+    let row = format!("tr[data-delivery='{delivery}'] .state");
+    let state = until("the view to refresh", async || {
+        let s = text(client, &row).await.ok()?;
+        (s != "failed").then_some(s)
+    })
+    .await;
+    ensure!(state == "pending" || state == "delivered", "{state}");
+    Ok(())
+}

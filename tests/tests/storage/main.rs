@@ -10,6 +10,7 @@ mod live_migration;
 mod retention;
 mod store_batch;
 mod store_conformance;
+mod store_overview;
 mod store_plan_set;
 mod store_sessions;
 mod store_shadow;

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{
-    NewDecision, NoticeAbout, SessionFilter, SessionRow, Store, StoreError, SHOWN_CHARS,
+    Judged, NewDecision, NoticeAbout, SessionFilter, SessionRow, Store, StoreError, SHOWN_CHARS,
 };
 use uuid::Uuid;
 
@@ -40,9 +40,13 @@ async fn link(store: &Store, session: Uuid, executions: &[Uuid], minute: i64) {
         .expect("link");
 }
 
+fn judged(now: DateTime<Utc>) -> Judged {
+    Judged::at(now, std::time::Duration::from_secs(600))
+}
+
 async fn page(store: &Store, filter: SessionFilter, now: DateTime<Utc>) -> Vec<Uuid> {
     let page = store
-        .sessions_page(filter, None, 50, now)
+        .sessions_page(filter, None, None, 50, judged(now))
         .await
         .expect("a page");
     page.items.iter().map(|r| r.session_id).collect()
@@ -50,7 +54,7 @@ async fn page(store: &Store, filter: SessionFilter, now: DateTime<Utc>) -> Vec<U
 
 async fn row(store: &Store, session: Uuid) -> SessionRow {
     store
-        .session_row(session)
+        .session_row(session, judged(at(10)))
         .await
         .expect("read")
         .expect("listed")
@@ -67,7 +71,7 @@ async fn sessions_are_listed_once_newest_first_a_page_at_a_time(store: Store) {
     approve(&store, a, 3).await;
 
     let first = store
-        .sessions_page(SessionFilter::All, None, 2, at(4))
+        .sessions_page(SessionFilter::All, None, None, 2, judged(at(4)))
         .await
         .expect("first page");
     let ids: Vec<Uuid> = first.items.iter().map(|r| r.session_id).collect();
@@ -80,7 +84,7 @@ async fn sessions_are_listed_once_newest_first_a_page_at_a_time(store: Store) {
         cursor
     );
     let second = store
-        .sessions_page(SessionFilter::All, Some(cursor), 2, at(4))
+        .sessions_page(SessionFilter::All, None, Some(cursor), 2, judged(at(4)))
         .await
         .expect("second page");
     assert_eq!(
@@ -97,7 +101,13 @@ async fn sessions_are_listed_once_newest_first_a_page_at_a_time(store: Store) {
     assert_eq!((a_row.first_seen_at, a_row.in_flight), (at(0), 2));
     assert!(a_row.window.is_some_and(|w| w.is_open_at(at(4))));
     assert_eq!(row(&store, b).await.in_flight, 0);
-    assert_eq!(store.session_row(Uuid::new_v4()).await.expect("read"), None);
+    assert_eq!(
+        store
+            .session_row(Uuid::new_v4(), judged(at(4)))
+            .await
+            .expect("read"),
+        None
+    );
     let bad =
         "l1.0.00000000-0000-0000-0000-000000000000".parse::<nomos_continue::store::SessionCursor>();
     assert!(
@@ -142,9 +152,12 @@ async fn a_filter_lists_only_the_sessions_it_names(store: Store) {
         page(&store, SessionFilter::InFlight, at(5)).await,
         [noticed]
     );
-    assert_eq!(page(&store, SessionFilter::Noticed, at(5)).await, [noticed]);
+    // A notice is a delivery of kind notice; chatWith's copy of one in its
+    // history is not counted again.
+    assert_eq!(page(&store, SessionFilter::Noticed, at(5)).await, [open]);
     assert!(page(&store, SessionFilter::Failed, at(5)).await.is_empty());
-    assert_eq!(row(&store, noticed).await.notices, 1);
+    assert_eq!(row(&store, noticed).await.notices, 0);
+    assert_eq!(row(&store, open).await.notices, 1);
     assert_eq!(row(&store, open).await.pending, 1);
     assert!(matches!(
         "closed".parse::<SessionFilter>(),
@@ -232,12 +245,15 @@ async fn a_timeline_page_reads_its_links_steps_with_long_texts_cut(store: Store)
         .await
         .expect("read");
     assert_eq!(executions.len(), 1, "the second has not reported");
+    // The start and, apart, the end: here the ten characters after the
+    // start, so nothing is left out between them.
     assert_eq!(
         (
             executions[0].row.result.chars().count(),
+            executions[0].tail.chars().count(),
             executions[0].left_out
         ),
-        (SHOWN_CHARS as usize, 10)
+        (SHOWN_CHARS as usize, 10, 0)
     );
     let late = store.shown_late_reports(&[first], 10).await.expect("read");
     assert_eq!(
@@ -263,7 +279,7 @@ async fn the_open_filter_pages_like_the_others(store: Store) {
         approve(&store, session, minute).await;
     }
     let first = store
-        .sessions_page(SessionFilter::Open, None, 1, at(2))
+        .sessions_page(SessionFilter::Open, None, None, 1, judged(at(2)))
         .await
         .expect("first page");
     assert_eq!(
@@ -271,7 +287,7 @@ async fn the_open_filter_pages_like_the_others(store: Store) {
         [newer]
     );
     let second = store
-        .sessions_page(SessionFilter::Open, first.next, 1, at(2))
+        .sessions_page(SessionFilter::Open, None, first.next, 1, judged(at(2)))
         .await
         .expect("second page");
     assert_eq!(

@@ -26,7 +26,7 @@ use crate::api::error::{parse_id, ApiError};
 use crate::api::wire::{self, Page, Session, SessionCounts, SessionItem};
 use crate::api::AppState;
 use crate::store::{
-    check_limit, DeliveryCursor, LinkCursor, NoticeCursor, SessionCursor, SessionFilter,
+    check_limit, DeliveryCursor, Judged, LinkCursor, SessionCursor, SessionFilter, SessionStatus,
     StoreError, DEFAULT_PAGE_LIMIT,
 };
 
@@ -53,6 +53,12 @@ pub(in crate::api) struct SessionsQuery {
     /// that gave up), `notices` (a notice for the operator).
     #[param(pattern = "^(all|open|in-flight|failed|notices)$")]
     filter: Option<String>,
+    /// Only the sessions showing this status now: `stuck`,
+    /// `delivery-failed`, `dropped`, `execution-failed`, `waiting` or `ok`
+    /// (one per session, by the precedence `SessionStatus` names); with
+    /// `filter`, both must hold.
+    #[param(pattern = "^(stuck|delivery-failed|dropped|execution-failed|waiting|ok)$")]
+    status: Option<String>,
     /// Most rows in the page (1 to 500, default 100).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
@@ -109,9 +115,14 @@ pub(in crate::api) async fn sessions(
 ) -> Result<Json<Page<SessionItem>>, ApiError> {
     let params = query(params)?;
     let filter: SessionFilter = params.filter.as_deref().unwrap_or("all").parse()?;
+    let status: Option<SessionStatus> = params.status.as_deref().map(str::parse).transpose()?;
     let (limit, after) = page_args::<SessionCursor>(params.limit, params.cursor.as_deref())?;
     let now = state.clock.now();
-    let page = state.store.sessions_page(filter, after, limit, now).await?;
+    let judged = Judged::at(now, state.stuck_after);
+    let page = state
+        .store
+        .sessions_page(filter, status, after, limit, judged)
+        .await?;
     Ok(Json(Page {
         items: page
             .items
@@ -132,11 +143,13 @@ pub(in crate::api) async fn session(
 ) -> Result<Json<Session>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
     let store = &state.store;
-    let Some(row) = store.session_row(session_id).await? else {
+    let now = state.clock.now();
+    let judged = Judged::at(now, state.stuck_after);
+    let Some(row) = store.session_row(session_id, judged).await? else {
         return Err(unknown(session_id));
     };
     let counts = store.session_counts(session_id).await?;
-    let item = SessionItem::at(row, state.clock.now());
+    let item = SessionItem::at(row, now);
     Ok(Json(Session {
         session_id,
         first_seen_at: item.first_seen_at,
@@ -149,6 +162,9 @@ pub(in crate::api) async fn session(
             failed_deliveries: item.failed_deliveries,
             notices: counts.notices,
         },
+        status: item.status,
+        last_reason: item.last_reason,
+        last_activity_at: item.last_activity_at,
     }))
 }
 
@@ -187,21 +203,22 @@ pub(in crate::api) async fn deliveries(
     Ok(Json(wire_page(page)))
 }
 
-/// The notices `chatWith` recorded for the session's operator, oldest first.
+/// The session's notices (deliveries of kind `notice`), newest first, each
+/// with what the operator's channel did with it.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/notices", tag = "sessions",
     params(("session_id" = Uuid, Path, description = "The chat session"), PageQuery),
-    responses((status = 200, description = "A page of notices", body = Page<wire::OperatorNotice>)))]
+    responses((status = 200, description = "A page of notices", body = Page<wire::Notice>)))]
 pub(in crate::api) async fn notices(
     State(state): State<AppState>,
     session_id: Result<Path<String>, PathRejection>,
     params: Result<Query<PageQuery>, QueryRejection>,
-) -> Result<Json<Page<wire::OperatorNotice>>, ApiError> {
+) -> Result<Json<Page<wire::Notice>>, ApiError> {
     let session_id = known(&state, session_id).await?;
     let params = query(params)?;
-    let (limit, after) = page_args::<NoticeCursor>(params.limit, params.cursor.as_deref())?;
+    let (limit, after) = page_args::<DeliveryCursor>(params.limit, params.cursor.as_deref())?;
     let page = state
         .store
-        .session_notices(session_id, after, limit)
+        .session_notice_deliveries(session_id, after, limit)
         .await?;
     Ok(Json(wire_page(page)))
 }

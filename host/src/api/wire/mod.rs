@@ -10,11 +10,13 @@
 //! Every field's doc comment is its description in the document.
 
 mod ledger;
+mod overview;
 mod policy;
 mod problem;
 mod session;
 
 pub use ledger::*;
+pub use overview::*;
 pub use policy::*;
 pub use problem::*;
 pub use session::*;

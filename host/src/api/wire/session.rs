@@ -88,7 +88,7 @@ pub struct SessionCounts {
     pub pending_deliveries: i64,
     /// Of those, the ones that gave up after the retry budget.
     pub failed_deliveries: i64,
-    /// Notices `chatWith` recorded for the operator.
+    /// Notices: deliveries of kind `notice` (`/notices` lists them).
     pub notices: i64,
 }
 
@@ -104,6 +104,47 @@ pub struct Session {
     pub window: Option<Window>,
     /// Its lists' sizes.
     pub counts: SessionCounts,
+    /// Its status now (see `SessionStatus`).
+    pub status: SessionStatus,
+    /// The last drop reason or delivery error recorded, or `null`.
+    pub last_reason: Option<String>,
+    /// The last time anything of the session was written.
+    pub last_activity_at: DateTime<Utc>,
+}
+
+/// A session's status in one word; when several hold, the first of
+/// `stuck`, `delivery-failed`, `dropped`, `execution-failed`, `waiting`
+/// is shown (docs/console.md, "A session's status").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionStatus {
+    /// Its window is open and a linked execution has not finished although
+    /// it was linked longer ago than the server's `stuck_after`.
+    Stuck,
+    /// A delivery ended `failed` and was not retried.
+    DeliveryFailed,
+    /// An execution was settled `dropped`: its result was never fed back.
+    Dropped,
+    /// A linked execution finished with a status the policy classified
+    /// `failed`.
+    ExecutionFailed,
+    /// An execution finished and its continuation is not settled yet.
+    Waiting,
+    /// None of the above.
+    Ok,
+}
+
+impl From<store::SessionStatus> for SessionStatus {
+    fn from(status: store::SessionStatus) -> Self {
+        match status {
+            store::SessionStatus::Stuck => Self::Stuck,
+            store::SessionStatus::DeliveryFailed => Self::DeliveryFailed,
+            store::SessionStatus::Dropped => Self::Dropped,
+            store::SessionStatus::ExecutionFailed => Self::ExecutionFailed,
+            store::SessionStatus::Waiting => Self::Waiting,
+            store::SessionStatus::Ok => Self::Ok,
+        }
+    }
 }
 
 /// One session in `GET /v1/sessions`.
@@ -121,8 +162,20 @@ pub struct SessionItem {
     pub pending_deliveries: i64,
     /// Deliveries that gave up.
     pub failed_deliveries: i64,
-    /// Notices recorded for the operator.
+    /// Linked executions that finished with a status classified `failed`.
+    pub failed_executions: i64,
+    /// Notices: deliveries of kind `notice` (each also queued for the
+    /// operator's channel).
     pub notices: i64,
+    /// Its status now.
+    pub status: SessionStatus,
+    /// When its oldest finished, unsettled execution finished (what
+    /// `waiting` waits since), or `null`.
+    pub waiting_since: Option<DateTime<Utc>>,
+    /// The last drop reason or delivery error recorded, or `null`.
+    pub last_reason: Option<String>,
+    /// The last time anything of the session was written.
+    pub last_activity_at: DateTime<Utc>,
 }
 
 impl SessionItem {
@@ -135,7 +188,12 @@ impl SessionItem {
             in_flight: row.in_flight,
             pending_deliveries: row.pending,
             failed_deliveries: row.failed,
+            failed_executions: row.failed_executions,
             notices: row.notices,
+            status: row.status.into(),
+            waiting_since: row.waiting_since,
+            last_reason: row.last_reason,
+            last_activity_at: row.last_activity,
         }
     }
 }
@@ -174,27 +232,49 @@ impl From<store::Link> for Link {
     }
 }
 
-/// A notice `chatWith` recorded for the session's operator (a webhook
-/// runtime receives its notices as `notice.v1` deliveries instead).
+/// What the operator's channel (`serve --notify-webhook`) did with a
+/// notice.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct OperatorNotice {
-    /// Orders the session's notices.
-    pub id: i64,
-    /// The delivery's idempotency key.
-    pub idempotency_key: String,
-    /// What the operator is told.
-    pub message: String,
-    /// When it was recorded.
-    pub created_at: DateTime<Utc>,
+pub struct OperatorChannel {
+    /// `pending`, `delivered`, `failed` (its retry budget ran out),
+    /// `expired` (too old when a channel first saw it) or `none` (no
+    /// operator channel was configured).
+    pub state: String,
+    /// Its failed attempts.
+    pub attempts: i32,
+    /// Its last failure, or `null`.
+    pub last_error: Option<String>,
+    /// When the channel accepted it, or `null`.
+    pub delivered_at: Option<DateTime<Utc>>,
 }
 
-impl From<store::SessionNotice> for OperatorNotice {
-    fn from(n: store::SessionNotice) -> Self {
+/// A notice: the delivery that tells the agent (kind `notice`) and what
+/// the operator's channel did with it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Notice {
+    /// The delivery to the agent, its state the agent channel's.
+    pub delivery: super::Delivery,
+    /// The operator channel's side, or `null` for a notice written before
+    /// that channel existed.
+    pub operator: Option<OperatorChannel>,
+    /// True when it reached no one: the agent's delivery ended `failed` or
+    /// `dropped` and the operator's channel never had it or ended
+    /// `failed`, `expired` or `none`.
+    pub undelivered: bool,
+}
+
+impl From<store::NoticeRow> for Notice {
+    fn from(n: store::NoticeRow) -> Self {
+        let undelivered = n.undelivered();
         Self {
-            id: n.id,
-            idempotency_key: n.idempotency_key,
-            message: n.message,
-            created_at: n.created_at,
+            delivery: n.delivery.into(),
+            operator: n.operator.map(|o| OperatorChannel {
+                state: o.state,
+                attempts: o.attempts,
+                last_error: o.last_error,
+                delivered_at: o.delivered_at,
+            }),
+            undelivered,
         }
     }
 }

@@ -30,7 +30,7 @@ use crate::store::dialect::{from_micros, query, Row};
 use crate::store::links::LINK_COLS;
 #[cfg(feature = "test-support")]
 use crate::store::types::Window;
-use crate::store::types::{Delivery, Link};
+use crate::store::types::{Delivery, DeliveryKind, Link};
 use crate::store::{Result, Store, StoreError};
 
 /// Rows per page when the caller names no limit.
@@ -190,7 +190,7 @@ pub struct SessionCounts {
     pub links: i64,
     /// Ledger rows (continuations and notices delivered to the agent).
     pub deliveries: i64,
-    /// Notices recorded for the operator by `chatWith`.
+    /// Notices: ledger rows of kind `notice`.
     pub notices: i64,
 }
 
@@ -316,18 +316,18 @@ impl Store {
         after: Option<DeliveryCursor>,
         limit: u32,
     ) -> Result<Page<Delivery, DeliveryCursor>> {
-        let page = self
-            .ledger_page(session_id, after, limit, delivery_cols!(), decode::delivery)
-            .await?;
-        Ok(page)
+        let (cols, read) = (delivery_cols!(), decode::delivery);
+        self.ledger_page(session_id, None, after, limit, cols, read)
+            .await
     }
 
-    /// [`Self::session_deliveries`] selecting `cols`, each row read by
-    /// `read` into a delivery and what else the columns hold (the console
-    /// reads notes cut).
+    /// [`Self::session_deliveries`] (only those of `kind`, if given)
+    /// selecting `cols`, each row read by `read` into a delivery and what
+    /// else the columns hold (the console reads notes cut).
     pub(in crate::store) async fn ledger_page<T>(
         &self,
         session_id: Uuid,
+        kind: Option<DeliveryKind>,
         after: Option<DeliveryCursor>,
         limit: u32,
         cols: &str,
@@ -342,13 +342,14 @@ impl Store {
         } else {
             ""
         };
+        let kind = kind.map_or(String::new(), |k| format!("AND kind = '{}'", k.as_str()));
         // The page's rows are chosen on narrow columns first. Sorted in the
         // query that reads the notes, a plan that sorts (PostgreSQL's
         // generic plan does, for a session of thousands of deliveries)
         // reads every note of the session: 0.8 s a page at 64 KiB notes.
         let sql = format!(
             "SELECT {cols} FROM nomos_deliveries \
-             WHERE id IN (SELECT id FROM nomos_deliveries WHERE session_id = $1 {keyset} \
+             WHERE id IN (SELECT id FROM nomos_deliveries WHERE session_id = $1 {kind} {keyset} \
                           ORDER BY created_at DESC, id DESC LIMIT $2) \
              ORDER BY created_at DESC, id DESC"
         );
@@ -397,7 +398,8 @@ impl Store {
             "SELECT \
                (SELECT COUNT(*) FROM nomos_plan_executions WHERE session_id = $1) AS links, \
                (SELECT COUNT(*) FROM nomos_deliveries WHERE session_id = $1) AS deliveries, \
-               (SELECT COUNT(*) FROM nomos_notices WHERE session_id = $1) AS notices",
+               (SELECT COUNT(*) FROM nomos_deliveries WHERE session_id = $1 \
+                  AND kind = 'notice') AS notices",
         )
         .bind(session_id)
         .fetch_one(self)

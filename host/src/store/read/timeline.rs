@@ -31,6 +31,13 @@ pub struct Shown<T> {
     pub row: T,
     /// Characters left out, over all its cut texts.
     pub left_out: i64,
+    /// An execution's result only: its last [`SHOWN_CHARS`] characters
+    /// after the start read into the row (empty when the start holds it
+    /// all), because the end of an output is where its error is.
+    pub tail: String,
+    /// An execution's result only: how many lines the whole text has
+    /// (0 for the other rows).
+    pub lines: i64,
 }
 
 impl AsRef<Delivery> for Shown<Delivery> {
@@ -77,25 +84,47 @@ pub(in crate::store) fn shown<T>(
     Ok(Shown {
         row: read(r)?,
         left_out,
+        tail: String::new(),
+        lines: 0,
     })
 }
 
 impl Store {
-    /// The executions among `ids` that have reported, results cut.
+    /// The executions among `ids` that have reported, results cut to their
+    /// start and their end ([`Shown::tail`]).
     pub async fn shown_executions(&self, ids: &[Uuid]) -> Result<Vec<Shown<Execution>>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        let backend = self.backend();
+        // The end starts after the start, so the two never overlap.
+        let tail = format!(
+            "CASE WHEN length(result) > {SHOWN_CHARS} \
+               THEN substr(result, {}(length(result) - {SHOWN_CHARS} + 1, {})) \
+               ELSE '' END AS result_tail",
+            backend.greatest(),
+            SHOWN_CHARS + 1
+        );
+        let newline = backend.pick("chr(10)", "char(10)");
         let sql = format!(
-            "SELECT id, status, {}, COALESCE(updated_at, finished_at) AS updated_at, finished_at \
+            "SELECT id, status, {}, {tail}, \
+               CAST(length(result) - length(replace(result, {newline}, '')) AS BIGINT) \
+                 AS result_breaks, \
+               COALESCE(updated_at, finished_at) AS updated_at, finished_at \
              FROM (SELECT id, status, COALESCE(result, '') AS result, updated_at, finished_at \
                    FROM executions WHERE id {} AND status IS NOT NULL) AS e",
             cut(RESULT),
-            self.backend().in_ids("$1")
+            backend.in_ids("$1")
         );
         let rows = query(sql).bind(ids).fetch_all(self).await?;
         rows.iter()
-            .map(|r| shown(r, &[RESULT], decode::execution))
+            .map(|r| {
+                let mut shown = shown(r, &[RESULT], decode::execution)?;
+                shown.tail = r.text("result_tail")?;
+                shown.left_out = (shown.left_out - shown.tail.chars().count() as i64).max(0);
+                shown.lines = r.bigint("result_breaks")? + 1;
+                Ok(shown)
+            })
             .collect()
     }
 
@@ -181,7 +210,7 @@ impl Store {
         limit: u32,
     ) -> Result<Page<Shown<Delivery>, DeliveryCursor>> {
         let cols = cutting(delivery_cols!(), &[NOTE]);
-        self.ledger_page(session_id, after, limit, &cols, |r| {
+        self.ledger_page(session_id, None, after, limit, &cols, |r| {
             shown(r, &[NOTE], decode::delivery)
         })
         .await
