@@ -8,7 +8,7 @@ use axum::response::Html;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::format::{at, render, window_state};
+use super::format::{render, window_state, Moment, WindowPhrase};
 use super::state::Console;
 use crate::api::{parse_id, ApiError};
 use crate::store::{Page, SessionCursor, SessionFilter, SessionRow};
@@ -33,9 +33,9 @@ struct FilterLink {
 
 pub(super) struct RowView {
     pub(super) id: String,
-    pub(super) first_seen: String,
+    pub(super) first_seen: Moment,
     pub(super) window_class: &'static str,
-    pub(super) window: String,
+    pub(super) window: WindowPhrase,
     pub(super) in_flight: i64,
     pub(super) pending: i64,
     pub(super) failed: i64,
@@ -56,7 +56,7 @@ pub(super) fn row_view(row: &SessionRow, now: DateTime<Utc>) -> RowView {
     let (window_class, window) = window_state(row.window.as_ref(), now);
     RowView {
         id: row.session_id.to_string(),
-        first_seen: at(row.first_seen_at),
+        first_seen: Moment::new(row.first_seen_at, now),
         window_class,
         window,
         in_flight: row.in_flight,

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::format::{at, render, short, window_state};
+use super::format::{at, render, short, window_state, Moment, WindowPhrase};
 use super::sessions::{row_view, RowView, PAGE};
 use super::state::Console;
 use crate::api::{parse_id, ApiError};
@@ -88,8 +88,8 @@ impl Event {
         self
     }
 
-    fn when(&self) -> String {
-        at(self.at)
+    fn when(&self, now: &DateTime<Utc>) -> Moment {
+        Moment::new(self.at, *now)
     }
 }
 
@@ -98,8 +98,8 @@ struct LedgerView {
     kind: String,
     state: String,
     attempts: i32,
-    created: String,
-    delivered: String,
+    created: Moment,
+    delivered: Moment,
     executions: usize,
     revision: String,
     last_error: String,
@@ -108,7 +108,7 @@ struct LedgerView {
 }
 
 struct NoticeView {
-    at: String,
+    at: Moment,
     key: String,
     message: String,
 }
@@ -118,8 +118,10 @@ struct NoticeView {
 struct TimelineView {
     id: String,
     window_class: &'static str,
-    window: String,
+    window: WindowPhrase,
     row: RowView,
+    /// The time of rendering, that the events' ages are counted from.
+    now: DateTime<Utc>,
     events: Vec<Event>,
     steps_cut: bool,
     links_next: Option<String>,
@@ -262,16 +264,21 @@ pub(super) async fn timeline(
         window_class,
         window,
         row: row_view(&row, now),
+        now,
         events,
         steps_cut,
         links_next: links.next.map(|c| query.moved(id, "links", c)),
-        ledger: ledger.items.into_iter().map(ledger_view).collect(),
+        ledger: ledger
+            .items
+            .into_iter()
+            .map(|d| ledger_view(d, now))
+            .collect(),
         ledger_next: ledger.next.map(|c| query.moved(id, "ledger", c)),
         notices: notices
             .items
             .into_iter()
             .map(|n| NoticeView {
-                at: at(n.created_at),
+                at: Moment::new(n.created_at, now),
                 key: n.idempotency_key,
                 message: n.message,
             })
@@ -281,14 +288,17 @@ pub(super) async fn timeline(
     render(&view)
 }
 
-fn ledger_view(Shown { row: d, left_out }: Shown<crate::store::Delivery>) -> LedgerView {
+fn ledger_view(
+    Shown { row: d, left_out }: Shown<crate::store::Delivery>,
+    now: DateTime<Utc>,
+) -> LedgerView {
     LedgerView {
         key: d.idempotency_key,
         kind: d.kind.to_string(),
         state: d.state.to_string(),
         attempts: d.attempts,
-        created: at(d.created_at),
-        delivered: d.delivered_at.map(at).unwrap_or_default(),
+        created: Moment::new(d.created_at, now),
+        delivered: Moment::maybe(d.delivered_at, now),
         executions: d.execution_ids.len(),
         revision: short(&d.policy_revision).to_owned(),
         last_error: d.last_error.unwrap_or_default(),
