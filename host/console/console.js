@@ -68,8 +68,9 @@ async function call(method, url, body, type, signal) {
   if (!response.ok) {
     let message = text;
     try {
-      const parsed = JSON.parse(text);
-      message = parsed.error + (parsed.reasons ? ": " + parsed.reasons.join("; ") : "");
+      // An RFC 9457 problem (api::error): its detail says what went wrong.
+      const problem = JSON.parse(text);
+      message = problem.detail || problem.title || text;
     } catch (_) { /* not JSON: the text as it is */ }
     throw new Refused(response.status, response.status + " " + message);
   }
@@ -141,6 +142,7 @@ function busy(on) {
 }
 
 function showUpdated() {
+  $("auto-refresh").checked = refreshOn();
   const updated = $("updated");
   updated.replaceChildren();
   if (loadedAt === null) return;

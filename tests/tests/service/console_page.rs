@@ -114,15 +114,18 @@ async fn a_refused_token_leaves_no_old_error_on_the_sign_in_form() -> Result<()>
     let served = serve().await?;
     log_in(client, &served.base, RUNTIME).await?;
     // An error, shown at the top over the view it could not replace.
+    let unknown = Uuid::new_v4();
     go(
         client,
-        &format!("#/session/{}", Uuid::new_v4()),
+        &format!("#/session/{unknown}"),
         "#error:not([hidden])",
     )
     .await?;
     let error = text(client, "#error").await?;
     ensure!(
-        error.starts_with("Could not load this view: 404"),
+        error.starts_with(&format!(
+            "Could not load this view: 404 nothing is known of session {unknown}"
+        )),
         "{error:?}"
     );
     wait(client, "#view.stale #sessions-view").await?;
