@@ -6,7 +6,8 @@
 //! ```text
 //! cargo build --release -p nomos-continue --features test-support --example console_bench
 //! target/release/examples/console_bench [--sessions 10000] [--executions 5000] \
-//!     [--running 10000] [--text-chars 0] [--samples 20] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
+//!     [--running 10000] [--text-chars 0] [--samples 20] [--hold-secs 0] \
+//!     [--database-url postgres://postgres@127.0.0.1:5432/postgres]
 //! ```
 //!
 //! A database `nomos_bench_console` is dropped and created. It is filled
@@ -19,7 +20,9 @@
 //! show what reading them cut saves. Then `VACUUM ANALYZE`, as autovacuum
 //! would leave it. Each view is fetched
 //! `--samples` times after one warm-up; the table gives the median and the
-//! slowest, and the size of the HTML.
+//! slowest, and the size of the HTML. With `--hold-secs`, it then keeps
+//! serving that long and says where, so that the page itself can be timed
+//! in a browser on the same data.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +42,7 @@ struct Args {
     running: usize,
     text_chars: i64,
     samples: usize,
+    hold_secs: u64,
     url: String,
 }
 
@@ -49,6 +53,7 @@ fn parse_args() -> Result<Args> {
         running: 10_000,
         text_chars: 0,
         samples: 20,
+        hold_secs: 0,
         url: std::env::var("NOMOS_BENCH_PG_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
     };
@@ -61,6 +66,7 @@ fn parse_args() -> Result<Args> {
             "--running" => args.running = value.parse()?,
             "--text-chars" => args.text_chars = value.parse()?,
             "--samples" => args.samples = value.parse::<usize>()?.max(1),
+            "--hold-secs" => args.hold_secs = value.parse()?,
             "--database-url" => args.url = value,
             other => bail!("unknown option {other}"),
         }
@@ -237,6 +243,13 @@ async fn main() -> Result<()> {
             slowest.as_secs_f64() * 1e3,
             size as f64 / 1024.0
         );
+    }
+    if args.hold_secs > 0 {
+        println!(
+            "serving {base}/ui for {} s with the token {TOKEN}; the busy session is {busy}",
+            args.hold_secs
+        );
+        tokio::time::sleep(Duration::from_secs(args.hold_secs)).await;
     }
     shutdown.cancel();
     running.wait().await?;

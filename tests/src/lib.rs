@@ -8,6 +8,7 @@ pub mod http;
 pub mod policies;
 pub mod python;
 pub mod replica;
+pub mod setup;
 pub mod sim;
 pub mod wait;
 

@@ -37,29 +37,7 @@ pub fn python() -> Option<PathBuf> {
 }
 
 fn build() -> Result<PathBuf, String> {
-    let script = dir().join("venv.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("run {}: {e}", script.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        return Err(format!(
-            "{} exited {}:\n{stdout}{stderr}",
-            script.display(),
-            output.status
-        ));
-    }
-    let python = stdout.lines().last().map(PathBuf::from);
-    match python {
-        Some(python) if python.exists() => Ok(python),
-        _ => Err(format!(
-            "{} named no interpreter that exists:\n{stdout}{stderr}",
-            script.display()
-        )),
-    }
+    crate::setup::run(&dir().join("venv.sh"))
 }
 
 /// Runs `tests/python/<script>` with the environment's interpreter, `input`

@@ -42,6 +42,7 @@ mod timeline;
 
 use std::sync::Arc;
 
+use axum::extract::State;
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
     X_FRAME_OPTIONS,
@@ -106,7 +107,7 @@ pub fn router(app: AppState) -> Router {
         ));
     let fragments = runtime
         .merge(admin)
-        .layer(middleware::map_response(no_store));
+        .layer(middleware::map_response_with_state(app.clone(), no_store));
     Router::new()
         .route("/ui", get(page))
         .route("/ui/", get(page))
@@ -149,9 +150,21 @@ async fn style() -> impl IntoResponse {
 }
 
 /// A fragment holds what the token let the caller read: no cache keeps it.
-async fn no_store(mut response: axum::response::Response) -> axum::response::Response {
+/// It says the server's time, that the script ages the view's times from
+/// (`format::Moment`).
+async fn no_store(
+    State(app): State<AppState>,
+    mut response: axum::response::Response,
+) -> axum::response::Response {
+    let now = app
+        .clock
+        .now()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let headers = response.headers_mut();
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Ok(now) = HeaderValue::from_str(&now) {
+        headers.insert(format::NOW_HEADER, now);
+    }
     response
 }

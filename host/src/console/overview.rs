@@ -3,7 +3,7 @@
 //! hours as bars drawn on the server (an SVG with a text alternative, no
 //! script), so a phone shows it as a desktop does.
 
-use super::format::{age, at};
+use super::format::{at, span};
 use crate::store::{Pulse, CHART_HOURS, PICKUP_WINDOW, RECENT};
 
 /// Height of the chart's tallest bar, in SVG units.
@@ -45,7 +45,7 @@ fn millis(ms: Option<i64>) -> String {
         None => "–".into(),
         Some(ms) if ms < 1000 => format!("{ms} ms"),
         Some(ms) if ms < 60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        Some(ms) => age(ms / 1000),
+        Some(ms) => span(ms / 1000),
     }
 }
 
@@ -53,7 +53,7 @@ impl Strip {
     pub(super) fn of(p: Pulse) -> Self {
         let recent = format!("last {} h", RECENT.num_hours());
         let oldest = match p.oldest_in_flight_since {
-            Some(t) => format!("oldest linked {} ago", age((p.at - t).num_seconds())),
+            Some(t) => format!("oldest linked {} ago", span((p.at - t).num_seconds())),
             None => "none running".into(),
         };
         let tiles = vec![

@@ -6,7 +6,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::response::Html;
 
-use super::format::{at, render, short};
+use super::format::{render, short, Moment};
 use super::state::Console;
 use crate::api::{task_failed, ApiError};
 use crate::policy::PolicyHandle;
@@ -26,7 +26,7 @@ struct Described {
 }
 
 struct DisagreementView {
-    at: String,
+    at: Moment,
     session: String,
     execution: String,
     active: String,
@@ -48,7 +48,7 @@ struct RevisionRow {
     short: String,
     name: String,
     version: String,
-    created: String,
+    created: Moment,
     signed: bool,
     role: &'static str,
 }
@@ -77,6 +77,7 @@ fn described(hash: String, info: Option<crate::policy::types::PolicyInfo>) -> De
 
 pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>, ApiError> {
     let app = &console.app;
+    let now = app.clock.now();
     let policy = PolicyHandle::from(&app.policy);
     let active = policy.describe().await.map_err(task_failed)?;
     let shadow = policy
@@ -116,7 +117,7 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
                         |Shown {
                              row: d, left_out, ..
                          }| DisagreementView {
-                            at: at(d.at),
+                            at: Moment::new(d.at, now),
                             session: d.session_id.to_string(),
                             execution: d.execution_id.to_string(),
                             active: d.active_output,
@@ -151,7 +152,7 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
             hash: r.hash,
             name: r.name,
             version: r.version,
-            created: at(r.created_at),
+            created: Moment::new(r.created_at, now),
             signed: r.key_id.is_some(),
         })
         .collect();

@@ -9,7 +9,7 @@ use axum::response::Html;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::format::{age, at, plain, render, window_state};
+use super::format::{plain, render, span, window_state, Moment, WindowPhrase};
 use super::overview::Strip;
 use super::state::Console;
 use crate::api::{parse_id, ApiError};
@@ -36,9 +36,9 @@ struct FilterLink {
 
 pub(super) struct RowView {
     pub(super) id: String,
-    pub(super) first_seen: String,
+    pub(super) first_seen: Moment,
     pub(super) window_class: &'static str,
-    pub(super) window: String,
+    pub(super) window: WindowPhrase,
     pub(super) in_flight: i64,
     pub(super) pending: i64,
     pub(super) failed: i64,
@@ -48,8 +48,7 @@ pub(super) struct RowView {
     pub(super) status_text: String,
     pub(super) trouble: bool,
     pub(super) last_reason: String,
-    pub(super) last_activity: String,
-    pub(super) last_activity_ago: String,
+    pub(super) last_activity: Moment,
 }
 
 #[derive(Template)]
@@ -68,13 +67,13 @@ pub(super) fn row_view(row: &SessionRow, now: DateTime<Utc>) -> RowView {
     let (window_class, window) = window_state(row.window.as_ref(), now);
     let status_text = match (row.status, row.waiting_since) {
         (SessionStatus::Waiting, Some(since)) => {
-            format!("waiting {}", age((now - since).num_seconds()))
+            format!("waiting {}", span((now - since).num_seconds()))
         }
         (status, _) => status.name().replace('-', " "),
     };
     RowView {
         id: row.session_id.to_string(),
-        first_seen: at(row.first_seen_at),
+        first_seen: Moment::new(row.first_seen_at, now),
         window_class,
         window,
         in_flight: row.in_flight,
@@ -86,8 +85,7 @@ pub(super) fn row_view(row: &SessionRow, now: DateTime<Utc>) -> RowView {
         status_text,
         trouble: row.status.is_trouble(),
         last_reason: row.last_reason.as_deref().map(plain).unwrap_or_default(),
-        last_activity: at(row.last_activity),
-        last_activity_ago: format!("{} ago", age((now - row.last_activity).num_seconds())),
+        last_activity: Moment::new(row.last_activity, now),
     }
 }
 

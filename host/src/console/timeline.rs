@@ -17,7 +17,7 @@ use axum::response::Html;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::format::{at, plain, render, short, window_state};
+use super::format::{plain, render, short, window_state, Moment, WindowPhrase};
 use super::sessions::{row_view, RowView, PAGE};
 use super::state::Console;
 use super::story::{self, Action, Event, Group, Read};
@@ -71,8 +71,8 @@ struct LedgerView {
     kind: String,
     state: String,
     attempts: i32,
-    created: String,
-    delivered: String,
+    created: Moment,
+    delivered: Moment,
     executions: usize,
     revision: String,
     last_error: String,
@@ -82,7 +82,7 @@ struct LedgerView {
 }
 
 struct NoticeView {
-    at: String,
+    at: Moment,
     key: String,
     message: String,
     agent: String,
@@ -95,7 +95,7 @@ struct NoticeView {
 struct TimelineView {
     id: String,
     window_class: &'static str,
-    window: String,
+    window: WindowPhrase,
     row: RowView,
     admin: bool,
     session_events: Vec<Event>,
@@ -174,10 +174,14 @@ pub(super) async fn timeline(
         ledger: ledger
             .items
             .into_iter()
-            .map(|d| ledger_view(d, admin))
+            .map(|d| ledger_view(d, admin, now))
             .collect(),
         ledger_next: ledger.next.map(|c| query.moved(id, "ledger", c)),
-        notices: notices.items.into_iter().map(notice_view).collect(),
+        notices: notices
+            .items
+            .into_iter()
+            .map(|n| notice_view(n, now))
+            .collect(),
         notices_next: notices.next.map(|c| query.moved(id, "notices", c)),
     };
     render(&view)
@@ -193,7 +197,7 @@ fn is_admin(console: &Console, headers: &HeaderMap) -> bool {
     console.app.auth.check(Scope::Admin, bearer).is_ok()
 }
 
-fn notice_view(n: NoticeRow) -> NoticeView {
+fn notice_view(n: NoticeRow, now: chrono::DateTime<chrono::Utc>) -> NoticeView {
     let undelivered = n.undelivered();
     let d = n.delivery;
     let operator = match n.operator {
@@ -213,7 +217,7 @@ fn notice_view(n: NoticeRow) -> NoticeView {
         None => d.state.to_string(),
     };
     NoticeView {
-        at: at(d.created_at),
+        at: Moment::new(d.created_at, now),
         key: d.idempotency_key,
         message: plain(&d.note),
         agent,
@@ -222,7 +226,11 @@ fn notice_view(n: NoticeRow) -> NoticeView {
     }
 }
 
-fn ledger_view(shown: Shown<crate::store::Delivery>, admin: bool) -> LedgerView {
+fn ledger_view(
+    shown: Shown<crate::store::Delivery>,
+    admin: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> LedgerView {
     let actions = if admin {
         story::actions(&shown.row)
     } else {
@@ -237,8 +245,8 @@ fn ledger_view(shown: Shown<crate::store::Delivery>, admin: bool) -> LedgerView 
         kind: d.kind.to_string(),
         state: d.state.to_string(),
         attempts: d.attempts,
-        created: at(d.created_at),
-        delivered: d.delivered_at.map(at).unwrap_or_default(),
+        created: Moment::new(d.created_at, now),
+        delivered: Moment::maybe(d.delivered_at, now),
         executions: d.execution_ids.len(),
         revision: short(&d.policy_revision).to_owned(),
         last_error: d.last_error.as_deref().map(plain).unwrap_or_default(),

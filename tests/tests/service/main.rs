@@ -10,6 +10,7 @@ mod agent_adapters;
 mod api;
 mod configuration;
 mod console;
+mod console_page;
 mod demo;
 mod e2e;
 mod exposure;
