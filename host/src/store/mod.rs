@@ -66,12 +66,17 @@ mod types;
 mod windows;
 mod workers;
 
+#[cfg(feature = "test-support")]
 pub use chat::history::SessionNotice;
 pub use deliveries::notice::NoticeAbout;
-pub use deliveries::operator::{OperatorCopy, OperatorNotice, OperatorOutcome};
+#[cfg(feature = "test-support")]
+pub use deliveries::operator::OperatorCopy;
+pub use deliveries::operator::{OperatorNotice, OperatorOutcome};
 pub use deliveries::plan::FreshClaim;
 pub use deliveries::record::FailedCall;
-pub use deliveries::settle::{OperatorDrop, RetryOutcome, OPERATOR_DROP_REASON};
+#[cfg(feature = "test-support")]
+pub use deliveries::settle::OPERATOR_DROP_REASON;
+pub use deliveries::settle::{OperatorDrop, RetryOutcome};
 pub use handle::Database;
 pub use keys::KeyClaim;
 pub use link_data::LinkTrace;
@@ -82,15 +87,19 @@ pub use migrate::LOCK_ATTEMPTS;
 pub use policy::classes::StoredClass;
 pub use policy::decisions::{DecisionFilter, LoggedDecision, NewDecision};
 pub use policy::shadow::Disagreement;
-pub use read::notices::{NoticeRow, OperatorDelivery};
+pub use read::notices::NoticeRow;
+#[cfg(feature = "test-support")]
+pub use read::notices::OperatorDelivery;
 #[cfg(feature = "test-support")]
 pub use read::overview::{Backlog, Overview};
 pub use read::pulse::{Pulse, CHART_HOURS, PICKUP_WINDOW, RECENT};
 #[cfg(feature = "test-support")]
+pub use read::session::NoticeCursor;
+#[cfg(feature = "test-support")]
 pub use read::session::SessionSummary;
 pub use read::session::{
-    check_limit, each_page, DeliveryCursor, LinkCursor, NoticeCursor, Page, SessionCounts,
-    DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT,
+    check_limit, each_page, DeliveryCursor, LinkCursor, Page, SessionCounts, DEFAULT_PAGE_LIMIT,
+    MAX_PAGE_LIMIT,
 };
 pub use read::sessions::{SessionCursor, SessionFilter, SessionRow};
 pub use read::status::{Judged, SessionStatus};

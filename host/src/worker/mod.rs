@@ -51,7 +51,9 @@ use crate::store::{Poll, Store, StoreError};
 pub use builder::WorkerBuilder;
 pub use deliver::DeliverReport;
 pub(crate) use journal::logged_verdict;
-pub use operator::{Notifier, NotifyConfig, NotifyReport};
+#[cfg(feature = "test-support")]
+pub use operator::NotifyReport;
+pub use operator::{Notifier, NotifyConfig};
 pub use plan::PlanReport;
 #[cfg(feature = "test-support")]
 pub use plan::MAX_RECORDED_PER_BATCH;

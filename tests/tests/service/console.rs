@@ -625,8 +625,9 @@ async fn the_console_shows_what_is_failing_and_retries_it() -> Result<()> {
         ("rate", "continuations_last_hour"),
     ] {
         let shown = tile(client, name).await?;
+        let expected = overview[field].to_string();
         ensure!(
-            shown == overview[field].to_string(),
+            shown == expected,
             "the {name} tile shows {shown}, the API says {}",
             overview[field]
         );

@@ -10,7 +10,6 @@
 //! queues the copy in its own transaction without having to remember to.
 
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
 use uuid::Uuid;
 
 use crate::store::decode::RowExt;
@@ -199,6 +198,7 @@ impl Store {
         row.bigint("n")
     }
 
+    #[cfg(feature = "test-support")]
     /// How many operator copies are still to be sent (due or waiting for a
     /// retry): the operator channel's backlog.
     pub async fn pending_operator_notices(&self) -> Result<i64> {
@@ -208,6 +208,7 @@ impl Store {
         row.bigint("n")
     }
 
+    #[cfg(feature = "test-support")]
     /// The operator copy of notice `id`: its state, attempts and last
     /// error; `None` when it has none (not a notice, or written before the
     /// channel existed).
@@ -231,8 +232,10 @@ impl Store {
     }
 }
 
-/// Where a notice's operator copy stands, for the API and the console.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Where a notice's operator copy stands, for the tests and the simulator
+/// (the API and the console read it with the notice: `read::notices`).
+#[cfg(feature = "test-support")]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct OperatorCopy {
     /// Its state.
     pub state: OperatorState,
