@@ -272,7 +272,8 @@ async function load(refresh) {
     loadedAt = serverNow();
     showError("");
     ages(view);
-    const heading = view.querySelector("h2");
+    // The view's own heading, not one of a part it includes (the overview).
+    const heading = view.querySelector("section.view > h2") || view.querySelector("h2");
     document.title = (heading ? heading.textContent.trim().replace(/\s+/g, " ") : "Console") + " — " + SITE;
     if (!refresh && heading) {
       heading.tabIndex = -1;

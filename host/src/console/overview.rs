@@ -38,6 +38,9 @@ pub(super) struct Strip {
     pub(super) chart_height: i64,
     /// The chart in words: its text alternative.
     pub(super) chart_text: String,
+    /// Notices that reached no one (neither the agent nor the operator's
+    /// channel took them): above 0, a banner no one can miss.
+    pub(super) undelivered: i64,
 }
 
 fn millis(ms: Option<i64>) -> String {
@@ -154,6 +157,7 @@ impl Strip {
                 .join(", ")
         );
         Self {
+            undelivered: p.undelivered_notices,
             at: at(p.at),
             tiles,
             bars,

@@ -642,6 +642,16 @@ async fn the_console_shows_what_is_failing_and_retries_it() -> Result<()> {
         chart.contains("Continuations delivered per hour"),
         "the chart's text says {chart:?}"
     );
+    // A notice that reached no one is a banner, and only then.
+    let banners = client
+        .find_all(Locator::Css("[data-banner=undelivered]"))
+        .await?
+        .len();
+    let undelivered = overview["undelivered_notices"].as_i64().unwrap_or(0);
+    ensure!(
+        banners == usize::from(undelivered > 0),
+        "{banners} banners for {undelivered} notices that reached no one"
+    );
     shoot(client, "overview").await?;
 
     // The status filter narrows the list to the failing session.
