@@ -148,6 +148,33 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// The protocol a linked task belongs to (`task_source` of
+    /// `nomos_link_data`): the task ids of MCP Tasks and A2A are strings of
+    /// the remote side's choosing, kept here beside the execution id they
+    /// are linked under.
+    TaskSource, "task source" {
+        /// A task of the Model Context Protocol (a task-augmented
+        /// `tools/call`).
+        Mcp => "mcp",
+        /// A task of a remote agent spoken to over A2A.
+        A2a => "a2a",
+    }
+);
+
+/// The namespace of the execution ids nomos-continue mints for protocol
+/// tasks (a random v4 UUID, fixed forever: changing it would move every
+/// linked task to another execution id).
+const TASK_NAMESPACE: Uuid = Uuid::from_u128(0x6c1f_9a52_3b7e_4d0a_9f41_0c5e_8d27_b3a6);
+
+/// The execution id a protocol's task is linked under: a name-based (v5)
+/// UUID over its source and id, so the seed's link table keeps its UUID
+/// column and every replica, and every restart, maps a task to the same
+/// execution without asking the database.
+pub fn task_execution_id(source: TaskSource, task_id: &str) -> Uuid {
+    Uuid::new_v5(&TASK_NAMESPACE, format!("{}:{task_id}", source.as_str()).as_bytes())
+}
+
 #[cfg(feature = "test-support")]
 /// Where a link is, derived from its columns (for the API and the worker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -440,4 +467,25 @@ pub enum Registration {
         /// The holder's last heartbeat.
         heartbeat_at: DateTime<Utc>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_keeps_its_execution_id_and_sources_never_share_one() {
+        let id = "9f1c2d3e4a5b6c7d8e9f0a1b2c3d4e5f:0b6e4b8a-2f0c-4e7e-9d43-5a1c3c7f2e10";
+        let mcp = task_execution_id(TaskSource::Mcp, id);
+        // Pinned: a change of namespace or of the name's form would move
+        // every task linked before it to another execution.
+        assert_eq!(mcp, task_execution_id(TaskSource::Mcp, id));
+        assert_eq!(mcp.get_version_num(), 5);
+        assert_ne!(mcp, task_execution_id(TaskSource::A2a, id));
+        assert_ne!(mcp, task_execution_id(TaskSource::Mcp, "other"));
+        assert_eq!(
+            task_execution_id(TaskSource::A2a, "task-1").to_string(),
+            Uuid::new_v5(&TASK_NAMESPACE, b"a2a:task-1").to_string()
+        );
+    }
 }
