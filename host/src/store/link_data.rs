@@ -8,7 +8,8 @@
 //! writes only those, so the next one (a protocol's task source and id) is
 //! one more group and one more upsert, never a change to the link table.
 //!
-//! Today it keeps a W3C trace context per execution. The store only keeps
+//! It keeps a W3C trace context per execution, and the protocol task
+//! (MCP Tasks, A2A) an execution id stands for. The store only keeps
 //! text: what a valid `traceparent` is, and which span it names, is decided
 //! above it (`telemetry`).
 
@@ -19,7 +20,7 @@ use uuid::Uuid;
 
 use super::decode::RowExt;
 use super::dialect::{query, trunc};
-use super::types::TraceSource;
+use super::types::{TaskSource, TraceSource};
 use super::{dedup, Result, Store};
 
 /// The trace context kept for one execution.
@@ -101,6 +102,76 @@ impl Store {
                     source: r.parsed("trace_source")?,
                 };
                 Ok((r.uuid("execution_id")?, trace))
+            })
+            .collect()
+    }
+}
+
+/// The protocol task an execution id stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkTask {
+    /// The protocol the task belongs to.
+    pub source: TaskSource,
+    /// The task's own id, as the remote side minted it.
+    pub task_id: String,
+}
+
+impl Store {
+    /// Keeps the task each execution id stands for. Written once per
+    /// execution: the id is derived from the task
+    /// ([`task_execution_id`](super::task_execution_id)), so a second write
+    /// for the same execution names the same task and changes nothing.
+    pub async fn keep_tasks(&self, tasks: &[(Uuid, LinkTask)], now: DateTime<Utc>) -> Result<u64> {
+        if tasks.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<Uuid> = tasks.iter().map(|(id, _)| *id).collect();
+        let sources: Vec<String> = tasks
+            .iter()
+            .map(|(_, t)| t.source.as_str().into())
+            .collect();
+        let task_ids: Vec<String> = tasks.iter().map(|(_, t)| t.task_id.clone()).collect();
+        let sql =
+            format!(
+            "INSERT INTO nomos_link_data AS d (execution_id, task_source, task_id, updated_at) \
+             SELECT z.eid, z.src, z.tid, $4 FROM {zip} WHERE TRUE \
+             ON CONFLICT (execution_id) DO UPDATE SET \
+               task_source = EXCLUDED.task_source, task_id = EXCLUDED.task_id, \
+               updated_at = EXCLUDED.updated_at \
+             WHERE d.task_id IS NULL",
+            zip = self.backend().zip(
+                "z",
+                &[("$1", "eid", "uuid"), ("$2", "src", "text"), ("$3", "tid", "text")]
+            ),
+        );
+        query(sql)
+            .bind(&ids)
+            .bind(&sources[..])
+            .bind(&task_ids[..])
+            .bind(trunc(now))
+            .execute(self)
+            .await
+    }
+
+    /// The task each of `execution_ids` stands for, where one does.
+    pub async fn link_tasks(&self, execution_ids: &[Uuid]) -> Result<HashMap<Uuid, LinkTask>> {
+        let ids = dedup(execution_ids);
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT execution_id, task_source, task_id FROM nomos_link_data \
+             WHERE execution_id {} AND task_id IS NOT NULL",
+            self.backend().in_ids("$1"),
+        );
+        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        rows.iter()
+            .map(|r| {
+                let task = LinkTask {
+                    source: r.parsed("task_source")?,
+                    task_id: r.text("task_id")?,
+                };
+                Ok((r.uuid("execution_id")?, task))
             })
             .collect()
     }

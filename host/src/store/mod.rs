@@ -79,7 +79,7 @@ pub use deliveries::settle::OPERATOR_DROP_REASON;
 pub use deliveries::settle::{OperatorDrop, RetryOutcome};
 pub use handle::Database;
 pub use keys::KeyClaim;
-pub use link_data::LinkTrace;
+pub use link_data::{LinkTask, LinkTrace};
 pub use links::stuck::{StuckExecution, STUCK_CLOSING_KEY, STUCK_KEY};
 pub use links::Poll;
 #[cfg(feature = "test-support")]

@@ -172,7 +172,10 @@ const TASK_NAMESPACE: Uuid = Uuid::from_u128(0x6c1f_9a52_3b7e_4d0a_9f41_0c5e_8d2
 /// column and every replica, and every restart, maps a task to the same
 /// execution without asking the database.
 pub fn task_execution_id(source: TaskSource, task_id: &str) -> Uuid {
-    Uuid::new_v5(&TASK_NAMESPACE, format!("{}:{task_id}", source.as_str()).as_bytes())
+    Uuid::new_v5(
+        &TASK_NAMESPACE,
+        format!("{}:{task_id}", source.as_str()).as_bytes(),
+    )
 }
 
 #[cfg(feature = "test-support")]

@@ -52,6 +52,7 @@ nomos_continue_tests::on_both_stores! {
     faults::an_undecodable_row_is_skipped_and_paging_goes_on => an_undecodable_row_is_skipped_and_paging_goes_on,
     link_data::a_tool_results_trace_wins_and_a_reports_only_fills => a_tool_results_trace_wins_and_a_reports_only_fills,
     link_data::a_kept_trace_changes_no_link => a_kept_trace_changes_no_link,
+    link_data::a_linked_task_is_kept_once_beside_its_trace => a_linked_task_is_kept_once_beside_its_trace,
     links::link_is_idempotent => link_is_idempotent,
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,

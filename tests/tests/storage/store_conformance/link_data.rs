@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use nomos_continue::store::{LinkTrace, Store, TraceSource};
+use nomos_continue::store::{
+    task_execution_id, LinkTask, LinkTrace, Store, TaskSource, TraceSource,
+};
 use uuid::Uuid;
 
 use super::{at, ready_session};
@@ -106,4 +108,45 @@ pub async fn a_kept_trace_changes_no_link(store: Store) {
         before
     );
     assert_eq!(kept(&store, &execs).await.len(), 2);
+}
+
+/// The task an execution id stands for is kept once, beside a trace kept
+/// before or after it, and read back for many executions at once.
+pub async fn a_linked_task_is_kept_once_beside_its_trace(store: Store) {
+    let task = |source, id: &str| LinkTask {
+        source,
+        task_id: id.to_string(),
+    };
+    let mcp = task(TaskSource::Mcp, "5e1f0c2a9b7d4e3f8a6b1c0d2e4f6a8b:1c9e");
+    let a2a = task(TaskSource::A2a, "task-7");
+    let (m, a) = (
+        task_execution_id(TaskSource::Mcp, &mcp.task_id),
+        task_execution_id(TaskSource::A2a, &a2a.task_id),
+    );
+    store
+        .keep_trace(&[a], TOOL, None, TraceSource::ToolResult, at(1))
+        .await
+        .expect("keep a trace first");
+    let written = store
+        .keep_tasks(&[(m, mcp.clone()), (a, a2a.clone())], at(2))
+        .await
+        .expect("keep tasks");
+    assert_eq!(written, 2);
+    // Written again (the same tool result posted twice): nothing changes.
+    let again = store
+        .keep_tasks(&[(m, mcp.clone())], at(3))
+        .await
+        .expect("keep a task again");
+    assert_eq!(again, 0);
+    let never = Uuid::new_v4();
+    assert_eq!(
+        store.link_tasks(&[m, a, never]).await.expect("read tasks"),
+        HashMap::from([(m, mcp), (a, a2a)])
+    );
+    // The trace kept before the task is still there.
+    assert_eq!(
+        kept(&store, &[a]).await,
+        HashMap::from([(a, trace(TOOL, None, TraceSource::ToolResult))])
+    );
+    assert!(store.keep_tasks(&[], at(4)).await.expect("none") == 0);
 }
