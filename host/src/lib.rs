@@ -45,6 +45,9 @@
 //! - `maintenance`: the rescuer (expired leases) and the decision log's
 //!   retention, each on its own interval.
 //! - `api`: the HTTP API (axum), one handler module per resource.
+//! - `protocols`: MCP Tasks and A2A bodies of every version read into the
+//!   task, its state verbatim and the text a note carries (pure: no
+//!   database, no HTTP).
 //! - `console`: the operator's web console at `/ui`, rendered on the
 //!   server from the same store and policy, behind the API's tokens.
 //! - `server`: the one assembly of all of the above into a running process
@@ -98,6 +101,10 @@ mod metrics;
 pub mod policy;
 #[cfg(not(feature = "test-support"))]
 mod policy;
+#[cfg(feature = "test-support")]
+pub mod protocols;
+#[cfg(not(feature = "test-support"))]
+mod protocols;
 #[cfg(feature = "test-support")]
 pub mod server;
 #[cfg(not(feature = "test-support"))]
