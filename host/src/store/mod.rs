@@ -60,6 +60,7 @@ mod migrate;
 mod policy;
 mod read;
 mod retention;
+mod tasks;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod types;
@@ -106,6 +107,7 @@ pub use read::status::{Judged, SessionStatus};
 pub use read::timeline::Shown;
 #[cfg(feature = "test-support")]
 pub use read::timeline::SHOWN_CHARS;
+pub use tasks::{TaskAgent, TaskRecord};
 
 use std::str::FromStr;
 

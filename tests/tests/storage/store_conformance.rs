@@ -17,6 +17,7 @@ mod migrations;
 mod misc;
 mod operator;
 mod plan;
+mod tasks;
 mod workers;
 
 /// A policy revision that has classified no status: every reported link is
@@ -53,6 +54,9 @@ nomos_continue_tests::on_both_stores! {
     link_data::a_tool_results_trace_wins_and_a_reports_only_fills => a_tool_results_trace_wins_and_a_reports_only_fills,
     link_data::a_kept_trace_changes_no_link => a_kept_trace_changes_no_link,
     link_data::a_linked_task_is_kept_once_beside_its_trace => a_linked_task_is_kept_once_beside_its_trace,
+    tasks::a_push_token_is_checked_by_hash_and_expiry => a_push_token_is_checked_by_hash_and_expiry,
+    tasks::artifacts_are_gathered_by_compare_and_set => artifacts_are_gathered_by_compare_and_set,
+    tasks::overdue_tasks_have_an_agent_and_are_unfinished => overdue_tasks_have_an_agent_and_are_unfinished,
     links::link_is_idempotent => link_is_idempotent,
     links::first_link_wins => first_link_wins,
     links::pending_links_page_with_cursor => pending_links_page_with_cursor,
