@@ -6,6 +6,7 @@ use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::Json;
+use uuid::Uuid;
 
 use super::error::{parse_id, parse_json, storable, task_failed, ApiError};
 use super::limits::{cap_text, max_result_bytes, MAX_STATUS_BYTES};
@@ -34,17 +35,36 @@ pub(super) async fn record_execution(
 ) -> Result<Json<ExecutionRecorded>, ApiError> {
     let execution_id = parse_id("execution id", &execution_id?.0)?;
     let ExecutionReportRequest { status, result } = parse_json(&state.caps.execution.take(body)?)?;
+    record_status(&state, execution_id, &status, &result, &headers)
+        .await
+        .map(Json)
+}
+
+/// Records one status report of `execution_id`, whoever made it (the
+/// runtime's `PUT`, an A2A push, an MCP task update): the status's class
+/// under the active revision, the upsert under the late-report rule (a
+/// report after a terminal one is kept, not applied), the trace context of
+/// `headers`, and the worker's wake-up. The one path every report takes.
+/// `result` must be within [`max_result_bytes`] already (a receiver cuts
+/// it, the `PUT` refuses it).
+pub(super) async fn record_status(
+    state: &AppState,
+    execution_id: Uuid,
+    status: &str,
+    result: &str,
+    headers: &HeaderMap,
+) -> Result<ExecutionRecorded, ApiError> {
     if status.trim().is_empty() {
         return Err(ApiError::BadRequest("status must not be empty".into()));
     }
-    cap_text("status", &status, MAX_STATUS_BYTES)?;
-    cap_text("result", &result, max_result_bytes(state.policy.limits()))?;
-    storable("status", &status)?;
-    storable("result", &result)?;
+    cap_text("status", status, MAX_STATUS_BYTES)?;
+    cap_text("result", result, max_result_bytes(state.policy.limits()))?;
+    storable("status", status)?;
+    storable("result", result)?;
     // The classes share the worker's pool, which waits long for a
     // connection; a request does not (see `Store::for_requests`).
     let classes = state.deployment.classes();
-    let finished = match tokio::time::timeout(CLASS_WITHIN, classes.class(&status)).await {
+    let finished = match tokio::time::timeout(CLASS_WITHIN, classes.class(status)).await {
         Ok(Ok(class)) => class.is_terminal(),
         Ok(Err(ClassError::Store(e))) => return Err(e.into()),
         Ok(Err(ClassError::PolicyTask(e))) => return Err(task_failed(e)),
@@ -56,9 +76,9 @@ pub(super) async fn record_execution(
     };
     let ReportOutcome { execution, applied } = state
         .store
-        .upsert_execution_status(execution_id, &status, &result, state.clock.now(), finished)
+        .upsert_execution_status(execution_id, status, result, state.clock.now(), finished)
         .await?;
-    crate::telemetry::reported(&state.store, &headers, execution_id, state.clock.now()).await;
+    crate::telemetry::reported(&state.store, headers, execution_id, state.clock.now()).await;
     let note = if applied {
         state.wake.notify_one();
         None
@@ -70,11 +90,11 @@ pub(super) async fn record_execution(
             execution.status
         ))
     };
-    Ok(Json(ExecutionRecorded {
+    Ok(ExecutionRecorded {
         execution: execution.into(),
         applied,
         note,
-    }))
+    })
 }
 
 /// The execution as last reported and the session it is linked to; 404

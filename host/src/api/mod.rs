@@ -8,6 +8,9 @@
 //! | `POST /v1/sessions/{id}/turns` | record a chat turn for `chatWith` to replay (`Idempotency-Key`) | runtime |
 //! | `PUT /v1/executions/{id}` | record a status, wake the worker (an unknown id is created: the runtime may report before the tool result is linked) | runtime |
 //! | `GET /v1/executions/{id}` | the execution and its session | runtime |
+//! | `POST /v1/sessions/{id}/tasks` | link a protocol task to the session; for A2A mint its push URL and token | runtime |
+//! | `POST /v1/a2a/push/{execution_id}` | a remote agent's A2A push (1.0, 0.3): gather artifacts, record the state | the task's push token |
+//! | `POST /v1/mcp/tasks` | an MCP task update the runtime's client got (both versions): record the status and result | runtime |
 //! | `GET /v1/overview` | in flight, pending, failed, dropped, unheard notices, continuations per hour, pickup p50/p99 | runtime |
 //! | `GET /v1/sessions` | a page of sessions (`?filter=`, `?status=`) | runtime |
 //! | `GET /v1/sessions/{id}` | its window and counts | runtime |
@@ -31,18 +34,21 @@
 //! them (`openapi.rs`), and every error is a problem document
 //! (`error.rs`) naming the request id (`request.rs`).
 
+mod a2a;
 mod auth;
 mod deliveries;
 mod error;
 mod executions;
 mod idempotency;
 mod limits;
+mod mcp;
 mod openapi;
 mod overview;
 mod policy;
 mod request;
 mod service;
 mod sessions;
+mod tasks;
 pub mod wire;
 
 use std::sync::Arc;
@@ -98,6 +104,9 @@ pub struct AppState {
     /// counts as stuck (`serve --stuck-after`), for `/metrics` and the
     /// console's statuses.
     pub stuck_after: std::time::Duration,
+    /// The base URL remote agents reach this server at, without a trailing
+    /// slash (`serve --public-url`): minted A2A push URLs start with it.
+    pub public_url: String,
 }
 
 /// The API's router.
@@ -115,6 +124,14 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/sessions/{session_id}/turns",
             post(sessions::writes::record_turn).layer(caps.turn.layer()),
+        )
+        .route(
+            "/v1/sessions/{session_id}/tasks",
+            post(tasks::register_task).layer(caps.small.layer()),
+        )
+        .route(
+            "/v1/mcp/tasks",
+            post(mcp::record_mcp_task).layer(caps.execution.layer()),
         )
         .route("/v1/overview", get(overview::overview))
         .route("/v1/sessions", get(sessions::sessions))
@@ -162,6 +179,11 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(service::healthz))
         .route("/readyz", get(service::readyz))
         .route("/openapi.json", get(service::openapi))
+        // The push token, not an API token, opens it (see `a2a.rs`).
+        .route(
+            "/v1/a2a/push/{execution_id}",
+            post(a2a::receive_push).layer(caps.execution.layer()),
+        )
         .merge(runtime)
         .merge(admin)
         .fallback(service::not_found)

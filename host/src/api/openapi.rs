@@ -42,6 +42,9 @@ use crate::agent::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent};
         super::sessions::writes::record_turn,
         super::executions::record_execution,
         super::executions::execution,
+        super::tasks::register_task,
+        super::a2a::receive_push,
+        super::mcp::record_mcp_task,
         super::deliveries::delivery,
         super::deliveries::retry,
         super::deliveries::drop_delivery,
@@ -62,6 +65,7 @@ use crate::agent::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent};
         (name = "overview", description = "What is in flight, failing or unheard, over every session"),
         (name = "sessions", description = "Tool results, approvals, chat turns and what a session holds"),
         (name = "executions", description = "What a runtime reports of an execution"),
+        (name = "tasks", description = "Protocol tasks: MCP Tasks updates, A2A push configurations and pushes"),
         (name = "deliveries", description = "What was sent to the agent"),
         (name = "policy", description = "The continuation policy: read by the runtime token, changed by the admin token"),
         (name = "service", description = "Liveness, readiness and metrics"),
@@ -84,6 +88,19 @@ impl Modify for Shared {
                         "`serve --token` opens the runtime routes; `serve --admin-token` \
                          opens every route, and is the only one that changes the policy. \
                          Without any token the routes are open (loopback only).",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "push_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The push token `POST /v1/sessions/{id}/tasks` minted for one task \
+                         (also accepted in `X-A2A-Notification-Token`): it reports that task \
+                         and opens nothing else.",
                     ))
                     .build(),
             ),

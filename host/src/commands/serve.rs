@@ -190,6 +190,11 @@ pub struct ServeArgs {
     /// The trace context reaches the runtime either way.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
+    /// The base URL remote agents reach this server at, for the A2A push
+    /// URLs minted by `POST /v1/sessions/{id}/tasks` (behind a proxy or a
+    /// load balancer, its public address); default `http://<listen address>`.
+    #[arg(long, env = "NOMOS_CONTINUE_PUBLIC_URL")]
+    public_url: Option<String>,
 }
 
 impl ServeArgs {
@@ -235,6 +240,7 @@ impl ServeArgs {
             policy_poll: Duration::from_millis(self.policy_poll_ms),
             wake_listener: !self.no_wake_listener,
             otlp_endpoint: self.otlp_endpoint,
+            public_url: self.public_url,
             ..ServeConfig::default()
         };
         if let Some(id) = self.worker_id {

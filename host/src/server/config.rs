@@ -119,6 +119,9 @@ pub struct ServeConfig {
     /// `link`, `decide` and `deliver` spans there; `None` exports nothing
     /// (the trace context is carried to the runtime either way).
     pub otlp_endpoint: Option<String>,
+    /// The base URL remote agents reach this server at (`--public-url`),
+    /// for minted A2A push URLs; `None` is `http://<listen address>`.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -152,6 +155,7 @@ impl Default for ServeConfig {
             worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
             wake_listener: true,
             otlp_endpoint: None,
+            public_url: None,
         }
     }
 }

@@ -396,6 +396,15 @@ impl Server {
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
             stuck_after: config.stuck_after,
+            public_url: config
+                .public_url
+                .clone()
+                .unwrap_or_else(|| {
+                    let scheme = if tls.is_some() { "https" } else { "http" };
+                    format!("{scheme}://{addr}")
+                })
+                .trim_end_matches('/')
+                .to_owned(),
         };
         // The console beside the API, under the same tokens; every request
         // to either counted by its route.

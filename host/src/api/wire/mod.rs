@@ -14,12 +14,14 @@ mod overview;
 mod policy;
 mod problem;
 mod session;
+mod tasks;
 
 pub use ledger::*;
 pub use overview::*;
 pub use policy::*;
 pub use problem::*;
 pub use session::*;
+pub use tasks::*;
 
 use serde::Serialize;
 use utoipa::ToSchema;
