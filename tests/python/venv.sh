@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# Builds the tests' Python environment from requirements.txt beside this
-# script, and prints the path of its interpreter on the last line.
+# Builds one of the tests' Python environments from its requirements file
+# beside this script, and prints the path of its interpreter on the last
+# line.
 #
-# One environment for every Python check the tests run, at
-# target/python-venv (or $NOMOS_PYTHON_VENV), so CI installs the packages
-# once per run. Skipped when it exists and was built from the same
+# The main environment (no name) is built from requirements.txt at
+# target/python-venv (or $NOMOS_PYTHON_VENV): every Python check the tests
+# run, and the real SDKs the protocol tests talk to. A named one is built
+# from requirements-NAME.txt at target/python-venv-NAME (or
+# $NOMOS_PYTHON_VENV-NAME), for packages that cannot share it (an older
+# major of an SDK the main one pins). CI builds each once per run, beside
+# the Rust build. Skipped when it exists and was built from the same
 # requirements by the same python3; a lock keeps two test processes from
 # building it at once. Needs python3 (3.10+) with venv and pip, and the
 # package index.
 #
-#   tests/python/venv.sh                  # build (or find) it
+#   tests/python/venv.sh                  # build (or find) the main one
+#   tests/python/venv.sh a2a03            # ... the one of requirements-a2a03.txt
 #   PIP_NO_CACHE_DIR=1 tests/python/venv.sh   # as a fresh machine would
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-requirements="$here/requirements.txt"
-venv="${NOMOS_PYTHON_VENV:-$root/target/python-venv}"
+name="${1:-}"
+if [[ -n "$name" && ! "$name" =~ ^[a-z0-9]+$ ]]; then
+    echo "usage: $0 [NAME]  (lower-case letters and digits)" >&2
+    exit 2
+fi
+requirements="$here/requirements${name:+-$name}.txt"
+venv="${NOMOS_PYTHON_VENV:-$root/target/python-venv}${name:+-$name}"
+[[ -f "$requirements" ]] || { echo "no $requirements" >&2; exit 2; }
 python="${PYTHON:-python3}"
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1

@@ -1,7 +1,10 @@
-//! The tests' Python environment (`tests/python/venv.sh`), for checks made
+//! The tests' Python environments (`tests/python/venv.sh`), for checks made
 //! the way a receiver in another language makes them: verifying webhook
-//! signatures with the `standardwebhooks` package, and later the API with
-//! schemathesis and a generated client.
+//! signatures with the `standardwebhooks` package, the API with
+//! schemathesis and a generated client, and the protocols against the real
+//! SDKs' peers (`a2a-sdk`, `mcp`). The main one ([`python`]) holds all
+//! that can share one environment; a named one ([`Venv::A2a03`]) holds an
+//! SDK release that cannot.
 //!
 //! Why a script builds it rather than each test: the packages are fetched
 //! once per machine (CI builds it beside the Rust build, and the tests find
@@ -16,6 +19,28 @@ use std::sync::OnceLock;
 
 use crate::db::in_ci;
 
+/// A Python environment of the tests: its name is the argument of
+/// `venv.sh` and the suffix of its requirements file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Venv {
+    /// `requirements.txt`: standardwebhooks, schemathesis,
+    /// openapi-python-client, a2a-sdk 1.x (A2A 1.0), mcp 1.30.
+    Main,
+    /// `requirements-a2a03.txt`: a2a-sdk 0.3.x (A2A 0.3), whose major
+    /// cannot share an environment with 1.x.
+    A2a03,
+}
+
+impl Venv {
+    /// `venv.sh`'s argument; none for the main environment.
+    fn name(self) -> Option<&'static str> {
+        match self {
+            Venv::Main => None,
+            Venv::A2a03 => Some("a2a03"),
+        }
+    }
+}
+
 /// The scripts and requirements, in the repository.
 pub fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
@@ -25,19 +50,32 @@ pub fn dir() -> PathBuf {
 /// test process. `None` (the test should return) when it cannot be built
 /// outside CI; panics with the script's output under `CI=true`.
 pub fn python() -> Option<PathBuf> {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match PYTHON.get_or_init(build) {
+    python_of(Venv::Main)
+}
+
+/// [`python`] for any of the environments, each built at most once per
+/// test process.
+pub fn python_of(venv: Venv) -> Option<PathBuf> {
+    static MAIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    static A2A03: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let cell = match venv {
+        Venv::Main => &MAIN,
+        Venv::A2a03 => &A2A03,
+    };
+    match cell.get_or_init(|| build(venv)) {
         Ok(python) => Some(python.clone()),
-        Err(why) if in_ci() => panic!("CI=true but the Python environment is missing: {why}"),
+        Err(why) if in_ci() => {
+            panic!("CI=true but the Python environment {venv:?} is missing: {why}")
+        }
         Err(why) => {
-            eprintln!("skipped: no Python environment: {why}");
+            eprintln!("skipped: no Python environment {venv:?}: {why}");
             None
         }
     }
 }
 
-fn build() -> Result<PathBuf, String> {
-    crate::setup::run(&dir().join("venv.sh"))
+fn build(venv: Venv) -> Result<PathBuf, String> {
+    crate::setup::run_with(&dir().join("venv.sh"), venv.name())
 }
 
 /// Runs `tests/python/<script>` with the environment's interpreter, `input`

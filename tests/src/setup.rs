@@ -9,8 +9,14 @@ use std::process::{Command, Stdio};
 /// Runs `script` with bash and returns the path its last line names, or
 /// why not (with the script's output) when it fails or names no file.
 pub fn run(script: &Path) -> Result<PathBuf, String> {
+    run_with(script, None)
+}
+
+/// [`run`] with one argument for the script (which of its things to make).
+pub fn run_with(script: &Path, argument: Option<&str>) -> Result<PathBuf, String> {
     let output = Command::new("bash")
         .arg(script)
+        .args(argument)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("run {}: {e}", script.display()))?;

@@ -4,7 +4,8 @@
 //! operator monitors (metrics, alerting rules, dashboard) and that no
 //! secret reaches the log, the layering rules of the house, and the
 //! OpenAPI document as other people's tools read it (a generated Python
-//! client, schemathesis).
+//! client, schemathesis), and the protocols (A2A, MCP tasks) against the
+//! real SDKs' peers.
 
 mod agent_adapters;
 mod api;
@@ -19,6 +20,7 @@ mod observability;
 mod openapi;
 mod operator_channel;
 mod peers;
+mod protocols;
 mod readme;
 mod signing_cli;
 mod trace_context;
