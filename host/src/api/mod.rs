@@ -35,6 +35,7 @@
 //! (`error.rs`) naming the request id (`request.rs`).
 
 mod a2a;
+mod a2a_poll;
 mod auth;
 mod deliveries;
 mod error;
@@ -59,6 +60,7 @@ use axum::Router;
 use tokio::sync::Notify;
 
 pub(crate) use auth::scoped;
+pub use a2a_poll::TaskPoller;
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
 pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};

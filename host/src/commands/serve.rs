@@ -128,6 +128,12 @@ pub struct ServeArgs {
     #[arg(long, env = "NOMOS_CONTINUE_STUCK_AFTER", default_value = "10m",
         value_parser = humantime::parse_duration)]
     stuck_after: Duration,
+    /// Ask a remote A2A agent for a registered task (GetTask; 0.3
+    /// tasks/get) when no push was heard of it for this long (`60s`); every
+    /// such task is asked about once at start-up too.
+    #[arg(long, env = "NOMOS_CONTINUE_TASK_POLL_AFTER", default_value = "60s",
+        value_parser = humantime::parse_duration)]
+    task_poll_after: Duration,
     /// A policy component to run instead of the built-in one; the file is
     /// watched and a valid new version is swapped in without a restart.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY")]
@@ -231,6 +237,7 @@ impl ServeArgs {
             webhook_secrets: signing,
             notify,
             stuck_after: self.stuck_after,
+            task_poll_after: self.task_poll_after,
             agent_openai: self.agent_openai,
             openai_model: self.openai_model,
             openai_key: self.openai_key,

@@ -109,8 +109,6 @@ pub fn read_push_value(value: &Value) -> Result<TaskUpdate, ProtocolError> {
 /// Reads a `GetTask` (0.3: `tasks/get`) answer: a task, bare or as the
 /// `result` of its JSON-RPC envelope. A JSON-RPC error is an error here:
 /// the poller asks again later.
-// Read by the overdue poller (issue 27), which asks the agent.
-#[cfg_attr(not(feature = "test-support"), allow(dead_code))]
 pub fn read_get_task(value: &Value) -> Result<TaskUpdate, ProtocolError> {
     let task_value = if value.get("jsonrpc").is_some() {
         if let Some(error) = value.get("error") {

@@ -10,6 +10,10 @@ use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::agent::{OperatorConfig, WebhookSecret};
 use crate::api::Auth;
 use crate::maintenance::DEFAULT_STUCK_AFTER;
+
+/// `--task-poll-after`'s default: a minute without a push from a task's
+/// agent before it is asked.
+pub const DEFAULT_TASK_POLL_AFTER: Duration = Duration::from_secs(60);
 use crate::policy::Limits;
 use crate::worker::{NotifyConfig, WorkerConfig};
 
@@ -69,6 +73,10 @@ pub struct ServeConfig {
     /// How long an execution linked in an open window may run before its
     /// operator is told (`--stuck-after`).
     pub stuck_after: Duration,
+    /// How long a registered A2A task may go unheard before its agent is
+    /// asked for it (`--task-poll-after`); every such task is also asked
+    /// about once at start-up.
+    pub task_poll_after: Duration,
     /// An OpenAI-compatible chat endpoint for the built-in `chatWith`
     /// (history from the store); exclusive with `agent_webhook`.
     pub agent_openai: Option<String>,
@@ -138,6 +146,7 @@ impl Default for ServeConfig {
             notify: None,
             notify_settings: NotifyConfig::default(),
             stuck_after: DEFAULT_STUCK_AFTER,
+            task_poll_after: DEFAULT_TASK_POLL_AFTER,
             agent_openai: None,
             openai_model: DEFAULT_OPENAI_MODEL.into(),
             openai_key: None,

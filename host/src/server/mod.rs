@@ -406,6 +406,12 @@ impl Server {
                 .trim_end_matches('/')
                 .to_owned(),
         };
+        // A push lost while this replica was down is asked for, as is one
+        // overdue; only where a worker runs, as the other loops that write.
+        if with_worker {
+            let poller = api::TaskPoller::new(state.clone(), config.task_poll_after);
+            tasks.spawn(poller.run(shutdown.clone()));
+        }
         // The console beside the API, under the same tokens; every request
         // to either counted by its route.
         let app = api::router(state.clone())

@@ -37,7 +37,6 @@ pub struct TaskRecord {
     /// The task's own id.
     pub task_id: String,
     /// The remote agent, when the runtime named one.
-    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
     pub agent: Option<TaskAgent>,
     /// The artifacts gathered so far (JSON text), if any.
     pub artifacts: Option<String>,
@@ -221,8 +220,6 @@ impl Store {
     /// agent is kept, the execution has not finished, and nothing was
     /// heard of the task since `before` (or ever, since it was kept before
     /// `before`). Longest silent first.
-    // The overdue poller's (issue 27), which asks the agents.
-    #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
     pub async fn overdue_tasks(
         &self,
         before: DateTime<Utc>,

@@ -1,0 +1,153 @@
+//! The A2A poller: asks a remote agent for a task (`GetTask`; 0.3
+//! `tasks/get`) when no push has been heard of it for a while, and once for
+//! every such task when this process starts.
+//!
+//! Why: neither A2A SDK retries a push that failed, so a push sent while
+//! nomos-continue restarted, or one lost on the way, is gone, and the task
+//! would wait silently. Where the runtime named the agent's address with
+//! the task (`POST /v1/sessions/{id}/tasks`, `agent`), the poller asks it.
+//! What the agent answers goes through the push receiver's own
+//! [`apply`](super::a2a::apply) (the same de-duplication, the same
+//! recording), which is why the poller lives beside it in `api` rather
+//! than in the worker. Without an address the stuck watch's notice
+//! covers the task.
+//!
+//! Every replica that runs a worker polls; two asking the same agent at
+//! once record one state (a repeat changes nothing).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::a2a::apply;
+use super::AppState;
+use crate::protocols::a2a;
+use crate::store::TaskRecord;
+
+/// Tasks asked about per pass; the rest wait for the next one.
+const PER_PASS: i64 = 100;
+/// How long one agent may take to answer.
+const ASK_WITHIN: Duration = Duration::from_secs(10);
+
+/// Why a task could not be asked about (logged; it is asked again later).
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("the agent at {url} did not answer: {source}")]
+    Http {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the agent's answer is no task: {0}")]
+    Shape(#[from] crate::protocols::ProtocolError),
+    #[error("the agent answered task {named:?}, not {asked:?}")]
+    OtherTask { asked: String, named: String },
+    #[error("the answer could not be recorded: {0}")]
+    Record(#[from] super::ApiError),
+}
+
+/// Asks remote agents about their tasks whose pushes are overdue.
+pub struct TaskPoller {
+    state: AppState,
+    client: reqwest::Client,
+    overdue: Duration,
+}
+
+impl TaskPoller {
+    /// A poller that asks about a task when nothing was heard of it for
+    /// `overdue` (`serve --task-poll-after`).
+    pub fn new(state: AppState, overdue: Duration) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(ASK_WITHIN)
+            .build()
+            .unwrap_or_default();
+        Self {
+            state,
+            client,
+            overdue,
+        }
+    }
+
+    /// Asks about every task not heard of since now (what this process may
+    /// have missed while it was down), then, every half of `overdue`, about
+    /// those silent for longer than `overdue`, until `shutdown`.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut silent_for = chrono::Duration::zero();
+        loop {
+            let asked = self.pass(silent_for).await;
+            if asked > 0 {
+                tracing::debug!("asked remote agents about {asked} tasks");
+            }
+            silent_for = chrono::Duration::from_std(self.overdue).unwrap_or(chrono::Duration::MAX);
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(self.overdue / 2) => {}
+            }
+        }
+    }
+
+    /// One pass over tasks silent for `silent_for`; returns how many were
+    /// asked about.
+    pub async fn pass(&self, silent_for: chrono::Duration) -> usize {
+        let before = self.state.clock.now() - silent_for;
+        let tasks = match self.state.store.overdue_tasks(before, PER_PASS).await {
+            Ok(tasks) => tasks,
+            Err(e) => {
+                tracing::warn!("could not read the tasks to ask remote agents about: {e}");
+                return 0;
+            }
+        };
+        let asked = tasks.len();
+        for task in tasks {
+            let id = task.execution_id;
+            if let Err(e) = self.ask(task).await {
+                tracing::warn!("asking about the task of execution {id}: {e}");
+            }
+        }
+        asked
+    }
+
+    /// Asks the task's agent for it and takes the answer as a push.
+    async fn ask(&self, task: TaskRecord) -> Result<(), AskError> {
+        let Some(agent) = task.agent.clone() else {
+            return Ok(());
+        };
+        let method = if agent.version == "0.3" {
+            "tasks/get"
+        } else {
+            "GetTask"
+        };
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": task.execution_id.to_string(),
+            "method": method,
+            "params": {"id": task.task_id},
+        });
+        let http = |source| AskError::Http {
+            url: agent.url.clone(),
+            source,
+        };
+        let answer: Value = self
+            .client
+            .post(&agent.url)
+            .header("A2A-Version", &agent.version)
+            .json(&body)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(http)?
+            .json()
+            .await
+            .map_err(http)?;
+        let update = a2a::read_get_task(&answer)?;
+        if update.task_id != task.task_id {
+            return Err(AskError::OtherTask {
+                asked: task.task_id,
+                named: update.task_id,
+            });
+        }
+        apply(&self.state, task, update).await?;
+        Ok(())
+    }
+}
