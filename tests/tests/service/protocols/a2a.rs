@@ -117,6 +117,15 @@ async fn begin(venv: Venv, script: &str) -> Option<(Serve, A2aAgent, Uuid, Linke
     Some((serve, agent, session, task))
 }
 
+/// Lets the task play its script; asserts it ended in `state` and waits
+/// for the tap to have its `n` pushes, which it answers.
+async fn end(agent: &mut A2aAgent, task: &Linked, state: &str, n: usize) -> Vec<RecordedRequest> {
+    let ended = agent.go(&task.task_id).await;
+    let last = ended["status"]["state"].as_str().unwrap_or_default();
+    assert_eq!(plain_state(last), state, "{ended}");
+    tapped(task, n).await
+}
+
 /// The first `n` pushes the tap was sent, waited for.
 async fn tapped(linked: &Linked, n: usize) -> Vec<RecordedRequest> {
     match tokio::time::timeout(PATIENCE, linked.tap.wait_for_requests(n)).await {
@@ -138,21 +147,10 @@ async fn failed_story(venv: Venv, version: &str) {
     let Some((serve, mut agent, session, task)) = begin(venv, "fail").await else {
         return;
     };
-    let ended = agent.go(&task.task_id).await;
-    assert_eq!(
-        plain_state(ended["status"]["state"].as_str().unwrap_or("")),
-        "failed"
-    );
     // A progress update, the artifact (1.0: its own push), the failure.
-    let pushes = tapped(&task, 3).await;
+    let pushes = end(&mut agent, &task, "failed", 3).await;
 
-    continued_with_the_failure(&serve, session, &task).await;
-    let execution = serve.execution(&task.execution).await;
-    assert_eq!(
-        execution["status"],
-        recorded_state(version, "failed"),
-        "{execution}"
-    );
+    let execution = continued_with_the_failure(&serve, session, &task, version).await;
     assert_eq!(execution["terminal"], true);
 
     // The same failure again, then the old `working`: both taken, neither
@@ -213,14 +211,24 @@ async fn failed_story(venv: Venv, version: &str) {
 }
 
 /// Waits for the task's continuation; asserts its note has the failure
-/// and the artifact the agent sent before it.
-async fn continued_with_the_failure(serve: &Serve, session: Uuid, task: &Linked) {
+/// and the artifact the agent sent before it, and the state was recorded
+/// in the protocol's spelling; the execution.
+async fn continued_with_the_failure(
+    serve: &Serve,
+    session: Uuid,
+    task: &Linked,
+    version: &str,
+) -> Value {
     let continuation = serve
         .delivered(session, "continuation", Some(&task.execution))
         .await;
     let note = continuation["note"].as_str().unwrap_or_default();
     assert!(note.contains(FAILURE), "the note has the failure: {note}");
     assert!(note.contains(PARTIAL), "the note has the artifact: {note}");
+    let execution = serve.execution(&task.execution).await;
+    let failed = recorded_state(version, "failed");
+    assert_eq!(execution["status"], failed, "{execution}");
+    execution
 }
 
 /// `request`'s headers with `from`'s secrets replaced by `to`'s, as a
@@ -252,12 +260,7 @@ async fn input_story(venv: Venv, version: &str) {
     let Some((serve, mut agent, session, task)) = begin(venv, "input").await else {
         return;
     };
-    let ended = agent.go(&task.task_id).await;
-    assert_eq!(
-        plain_state(ended["status"]["state"].as_str().unwrap_or("")),
-        "input-required"
-    );
-    let pushes = tapped(&task, 2).await;
+    let pushes = end(&mut agent, &task, "input-required", 2).await;
 
     let notice = serve.delivered(session, "notice", None).await;
     let said = notice["note"].as_str().unwrap_or_default();
@@ -321,18 +324,11 @@ async fn ended_while_down(venv: Venv, version: &str) {
     };
 
     serve.stop().await;
-    agent.go(&task.task_id).await;
     // The tap has all three: the agent has sent (and lost) them all.
-    tapped(&task, 3).await;
+    end(&mut agent, &task, "failed", 3).await;
     serve.start_again().await;
 
-    continued_with_the_failure(&serve, session, &task).await;
-    let execution = serve.execution(&task.execution).await;
-    assert_eq!(
-        execution["status"],
-        recorded_state(version, "failed"),
-        "{execution}"
-    );
+    continued_with_the_failure(&serve, session, &task, version).await;
     let continuations = serve.after_a_sentinel(session).await;
     assert_eq!(
         continuations.len(),
