@@ -11,6 +11,7 @@ mod overview;
 mod scopes;
 mod sessions;
 mod shadow;
+mod tool_results;
 
 use nomos_continue::api::MAX_POLICY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
