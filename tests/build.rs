@@ -1,7 +1,7 @@
 //! Builds the hostile test policies (`tests/hostile-guest/`) as wasm32-wasip2
 //! components and hands their paths to the tests as `HOSTILE_WASM`,
-//! `BROKEN_WASM`, `OTHER_WORLD_WASM`, `WRONG_VERSION_WASM` and
-//! `CONTRARY_WASM`.
+//! `BROKEN_WASM`, `OTHER_WORLD_WASM`, `WRONG_VERSION_WASM`, `CONTRARY_WASM`
+//! and `LEGACY_WASM` (a policy of contract 0.1.0).
 //!
 //! Same scheme as `host/build.rs`: a nested cargo with its own target
 //! directory, `<workspace target>/guest-wasm`, shared with the default guest
@@ -15,12 +15,13 @@ use std::process::Command;
 const TARGET: &str = "wasm32-wasip2";
 
 /// Each bin of the hostile crate and the variable that carries its path.
-const BINS: [(&str, &str); 5] = [
+const BINS: [(&str, &str); 6] = [
     ("hostile", "HOSTILE_WASM"),
     ("broken", "BROKEN_WASM"),
     ("other-world", "OTHER_WORLD_WASM"),
     ("wrong-version", "WRONG_VERSION_WASM"),
     ("contrary", "CONTRARY_WASM"),
+    ("legacy", "LEGACY_WASM"),
 ];
 
 fn main() {

@@ -20,9 +20,9 @@ from wit_world.imports import types as wit
 
 import nomos_policy
 from nomos_policy import cli, types
-from nomos_policy.classify import classify
+from nomos_policy.classify import classify, person_need
 from nomos_policy.decide import decide
-from nomos_policy.extract import extract_execution_ids
+from nomos_policy.links import extract_links
 from nomos_policy.soul import soul
 
 _OUTCOMES = {
@@ -30,6 +30,24 @@ _OUTCOMES = {
     types.Outcome.FAILED: wit.Outcome.FAILED,
     types.Outcome.CANCELLED: wit.Outcome.CANCELLED,
 }
+
+
+_PERSON_NEEDS = {
+    types.PersonNeed.INPUT: wit.PersonNeed.INPUT,
+    types.PersonNeed.AUTHORIZATION: wit.PersonNeed.AUTHORIZATION,
+}
+
+_PROTOCOLS = {
+    types.TaskProtocol.MCP: wit.TaskProtocol.MCP,
+    types.TaskProtocol.A2A: wit.TaskProtocol.A2A,
+}
+
+
+def _link(found: types.LinkRef) -> wit.LinkRef:
+    if isinstance(found, types.ExecutionLink):
+        return wit.LinkRef_Execution(found.id)
+    task = found.task
+    return wit.LinkRef_Task(wit.TaskRef(protocol=_PROTOCOLS[task.protocol], id=task.id))
 
 
 def _decision(answer: types.Decision) -> wit.Decision:
@@ -48,14 +66,17 @@ class Policy(exports.Policy):
     its own safe answer, so there is no error value to return here.
     """
 
-    def extract_execution_ids(self, text: str) -> list[str]:
-        return extract_execution_ids(text)
+    def extract_links(self, text: str) -> list[wit.LinkRef]:
+        return [_link(found) for found in extract_links(text)]
 
     def classify(self, status: str) -> wit.StatusClass:
         outcome = classify(status)
-        if outcome is None:
-            return wit.StatusClass_NonTerminal()
-        return wit.StatusClass_Terminal(_OUTCOMES[outcome])
+        if outcome is not None:
+            return wit.StatusClass_Terminal(_OUTCOMES[outcome])
+        need = person_need(status)
+        if need is not None:
+            return wit.StatusClass_AwaitingPerson(_PERSON_NEEDS[need])
+        return wit.StatusClass_NonTerminal()
 
     def decide(self, input: wit.DecisionInput) -> wit.Decision:
         return _decision(decide(input))

@@ -19,7 +19,7 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 
 /// Usage, printed for a missing or unknown command.
 pub const USAGE: &str =
-    "usage: policy.wasm <extract-ids|classify|decide|decide-batch|soul|describe> < input";
+    "usage: policy.wasm <extract-links|classify|decide|decide-batch|soul|describe> < input";
 
 /// Why a command could not run; displayed as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +36,9 @@ impl std::error::Error for CliError {}
 /// A command a policy author can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
-    /// `extract-ids`: the execution ids a tool result (stdin) names.
-    ExtractIds,
+    /// `extract-links`: the execution ids and protocol tasks a tool result
+    /// (stdin) names.
+    ExtractLinks,
     /// `classify`: whether the status on stdin is terminal.
     Classify,
     /// `decide`: one decision for the decision input on stdin.
@@ -54,7 +55,7 @@ impl Command {
     /// Parses a command name.
     pub fn parse(name: &str) -> Result<Self, CliError> {
         Ok(match name {
-            "extract-ids" => Command::ExtractIds,
+            "extract-links" => Command::ExtractLinks,
             "classify" => Command::Classify,
             "decide" => Command::Decide,
             "decide-batch" => Command::DecideBatch,
@@ -96,7 +97,7 @@ pub fn parse_decision_inputs(json: &str) -> Result<Vec<DecisionInput>, CliError>
 /// Runs one command on its input and returns what goes to stdout.
 pub fn run(command: Command, input: &str) -> Result<String, CliError> {
     let json = match command {
-        Command::ExtractIds => to_json(&crate::extract::extract_execution_ids(input)),
+        Command::ExtractLinks => to_json(&crate::links::extract_links(input)),
         Command::Classify => to_json(&crate::classify::classify(input)),
         Command::Decide => to_json(&crate::decide::decide(&parse_decision_input(input)?)),
         Command::DecideBatch => {

@@ -1,6 +1,7 @@
 //! Wait, continue or drop: the decision for one finished execution.
 //!
-//! The rules, in order: an execution that is not terminal is waited for; a
+//! The rules, in order: an execution that is not terminal (running, or
+//! waiting for a person, whom the host tells) is waited for; a
 //! terminal one is dropped when the session has no open assent window (the
 //! operator's approval is what lets the system act on its own), when the
 //! window has already caused [`CONTINUATION_CAP`] continuations (the loop
@@ -85,6 +86,7 @@ mod tests {
                 status: status.into(),
                 result: "ssh: connection refused".into(),
                 finished_at: Some(at(now)),
+                task: None,
             },
             session: Session {
                 id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
@@ -131,6 +133,17 @@ mod tests {
             "continue"
         );
         assert_eq!(kind(&decide(&input("done", 1500, 0, MAX_ATTEMPTS))), "drop");
+    }
+
+    #[test]
+    fn a_person_state_waits_in_an_open_window() {
+        for status in ["input-required", "TASK_STATE_AUTH_REQUIRED"] {
+            assert_eq!(
+                kind(&decide(&input(status, 1500, 0, 0))),
+                "wait",
+                "{status}"
+            );
+        }
     }
 
     #[test]

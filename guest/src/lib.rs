@@ -4,8 +4,11 @@
 //!
 //! - [`types`]: the data of the `nomos:continuation` contract, with the JSON
 //!   form that `wasmtime run policy.wasm decide` reads and writes.
-//! - [`extract`]: which execution ids a tool result names.
-//! - [`classify`]: which status strings are terminal.
+//! - [`links`]: what a tool result names: protocol tasks (MCP Tasks, A2A)
+//!   found in its JSON, and execution ids.
+//! - [`extract`]: which execution ids a tool result's text names.
+//! - [`classify`]: which status strings are terminal, and which wait for a
+//!   person.
 //! - [`decide`]: wait / continue / drop for one execution, and the loop guards.
 //! - [`note`]: the text the agent is re-invoked with.
 //! - [`soul`]: the text appended to the agent's system prompt.
@@ -21,12 +24,13 @@ pub mod classify;
 pub mod cli;
 pub mod decide;
 pub mod extract;
+pub mod links;
 pub mod note;
 pub mod soul;
 pub mod types;
 
 /// The contract this policy implements; the host refuses other majors.
-pub const CONTRACT: &str = "nomos:continuation@0.1.0";
+pub const CONTRACT: &str = "nomos:continuation@0.2.0";
 
 /// The name this policy reports in `describe`.
 pub const POLICY_NAME: &str = "nomos-default";

@@ -7,7 +7,9 @@
 //! long output is cut in the middle where it is least informative, the
 //! session's other running executions are listed so the agent does not start
 //! them again, and a closing label says this is a system event that grants
-//! no new approval.
+//! no new approval. An execution that stands for a protocol's task (MCP
+//! Tasks, A2A) is named by that task too, since the task's id is what the
+//! agent saw in its tool result.
 
 use crate::types::{Execution, Outcome};
 
@@ -29,8 +31,16 @@ if it completed, take the next step of the approved plan.";
 /// Writes the note for a terminal execution. Never empty.
 pub fn format_note(execution: &Execution, outcome: Outcome, still_running: &[String]) -> String {
     let result = sanitize(&execution.result);
+    let task = match &execution.task {
+        Some(task) => format!(
+            " ({} task {})",
+            task.protocol.as_str(),
+            sanitize_line(&task_id_shown(&task.id))
+        ),
+        None => String::new(),
+    };
     let mut note = format!(
-        "execution {} {}: {}\n",
+        "execution {}{task} {}: {}\n",
         execution.id,
         outcome.as_str(),
         headline(&result)
@@ -68,6 +78,16 @@ pub fn format_note(execution: &Execution, outcome: Outcome, still_running: &[Str
     note.push('\n');
     note.push_str(LABEL);
     note
+}
+
+/// A task id as the note shows it: shortened like a headline (an id is the
+/// remote side's choice, up to 1024 bytes) and quoted as a JSON string, a
+/// form every policy language writes alike.
+fn task_id_shown(id: &str) -> String {
+    let shown: String = id.chars().take(HEADLINE_LIMIT).collect();
+    let more = if shown.len() < id.len() { "…" } else { "" };
+    let quoted = serde_json::to_string(&shown).unwrap_or_default();
+    format!("{quoted}{more}")
 }
 
 /// The first non-blank line of the result, shortened, or "(no output)".
@@ -166,7 +186,35 @@ mod tests {
             status: "failed".into(),
             result: result.into(),
             finished_at: None,
+            task: None,
         }
+    }
+
+    #[test]
+    fn a_protocol_task_is_named_beside_its_execution() {
+        let mut e = execution("done");
+        e.task = Some(crate::types::TaskRef {
+            protocol: crate::types::TaskProtocol::Mcp,
+            id: "t-\u{1b}1".into(),
+        });
+        let note = format_note(&e, Outcome::Completed, &[]);
+        assert!(
+            note.starts_with(
+                "execution 3f2504e0-4f89-11d3-9a0c-0305e82c3301 (mcp task \"t-\\u001b1\") completed: done\n"
+            ),
+            "{note}"
+        );
+        e.task = Some(crate::types::TaskRef {
+            protocol: crate::types::TaskProtocol::A2a,
+            id: "x".repeat(1024),
+        });
+        let first = format_note(&e, Outcome::Completed, &[]);
+        let first = first.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("(a2a task \"") && first.contains("\"…)"),
+            "{first}"
+        );
+        assert!(first.len() < 300, "{first}");
     }
 
     #[test]

@@ -81,13 +81,26 @@ impl Outcome {
 }
 
 /// Whether a status is terminal; serialised as
-/// `{"terminal":true,"outcome":"failed"}` or `{"terminal":false}`.
+/// `{"terminal":true,"outcome":"failed"}`, `{"terminal":false}` or
+/// `{"terminal":false,"person":"input"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusClass {
     /// Still running (or a status the policy does not know): wait.
     NonTerminal,
     /// Finished, with this outcome.
     Terminal(Outcome),
+    /// Paused until a person gives what it asks for; not finished.
+    AwaitingPerson(PersonNeed),
+}
+
+/// What a paused execution waits for from a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PersonNeed {
+    /// An answer or more data (`input-required`).
+    Input,
+    /// A permission or a sign-in (`auth-required`).
+    Authorization,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -96,38 +109,85 @@ struct StatusClassJson {
     terminal: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    person: Option<PersonNeed>,
 }
 
 impl Serialize for StatusClass {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let json = match *self {
-            StatusClass::NonTerminal => StatusClassJson {
-                terminal: false,
-                outcome: None,
-            },
-            StatusClass::Terminal(o) => StatusClassJson {
-                terminal: true,
-                outcome: Some(o),
-            },
+        let (terminal, outcome, person) = match *self {
+            StatusClass::NonTerminal => (false, None, None),
+            StatusClass::Terminal(o) => (true, Some(o), None),
+            StatusClass::AwaitingPerson(p) => (false, None, Some(p)),
         };
-        json.serialize(s)
+        StatusClassJson {
+            terminal,
+            outcome,
+            person,
+        }
+        .serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for StatusClass {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let json = StatusClassJson::deserialize(d)?;
-        match (json.terminal, json.outcome) {
-            (false, None) => Ok(StatusClass::NonTerminal),
-            (true, Some(o)) => Ok(StatusClass::Terminal(o)),
-            (true, None) => Err(serde::de::Error::custom(
+        match (json.terminal, json.outcome, json.person) {
+            (false, None, None) => Ok(StatusClass::NonTerminal),
+            (true, Some(o), None) => Ok(StatusClass::Terminal(o)),
+            (false, None, Some(p)) => Ok(StatusClass::AwaitingPerson(p)),
+            (true, None, _) => Err(serde::de::Error::custom(
                 "a terminal status needs an outcome",
             )),
-            (false, Some(_)) => Err(serde::de::Error::custom(
+            (true, Some(_), Some(_)) => Err(serde::de::Error::custom(
+                "a terminal status waits for no person",
+            )),
+            (false, Some(_), _) => Err(serde::de::Error::custom(
                 "a non-terminal status has no outcome",
             )),
         }
     }
+}
+
+/// The protocol a task belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskProtocol {
+    /// MCP Tasks.
+    Mcp,
+    /// Agent2Agent.
+    A2a,
+}
+
+impl TaskProtocol {
+    /// The word used in notes and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskProtocol::Mcp => "mcp",
+            TaskProtocol::A2a => "a2a",
+        }
+    }
+}
+
+/// A protocol's task, by the id the protocol gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRef {
+    /// Whose task.
+    pub protocol: TaskProtocol,
+    /// The protocol's task id, verbatim (1 to 1024 bytes).
+    pub id: String,
+}
+
+/// One thing a tool result names; serialised as `{"execution":"<uuid>"}` or
+/// `{"task":{"protocol":"mcp","id":"…"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkRef {
+    /// An execution id, canonical lowercase.
+    Execution(String),
+    /// A protocol's task.
+    Task(TaskRef),
 }
 
 /// How the operator approved the plan that opened a window.
@@ -175,6 +235,9 @@ pub struct Execution {
     /// When it reported a terminal status, if it has.
     #[serde(default)]
     pub finished_at: Option<Timestamp>,
+    /// The protocol task it stands for, if it was linked as one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
 }
 
 /// Reads a string that may be `null` as the empty string.

@@ -31,6 +31,7 @@ fn input() -> t::DecisionInput {
             status: "failed".into(),
             result: "ssh: connection refused\nretrying in 5s\nssh: connection refused".into(),
             finished_at: Some(at(1_499)),
+            task: None,
         },
         session: t::Session {
             id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),

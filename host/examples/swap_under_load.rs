@@ -32,6 +32,7 @@ fn input(status: &str) -> t::DecisionInput {
             status: status.into(),
             result: "ssh: connection refused".into(),
             finished_at: Some(at(1_499)),
+            task: None,
         },
         session: t::Session {
             id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use uuid::Uuid;
 
 use crate::clock::Clock;
-use crate::policy::types::{Outcome, StatusClass};
+use crate::policy::types::{Outcome, PersonNeed, StatusClass};
 use crate::policy::{PolicyHandle, PolicyTaskFailed};
 use crate::store::{SessionSnapshot, Store, StoreError, StoredClass};
 
@@ -55,6 +55,9 @@ pub enum Class {
     Terminal(Outcome),
     /// Not finished: waited for.
     Running,
+    /// Not finished, paused until a person acts (input, authorization):
+    /// never continued; a later report still applies.
+    AwaitingPerson(PersonNeed),
     /// The policy failed on this string (a trap, a malformed answer): the
     /// execution waits, and its operator is told once. Not kept: asked again.
     Unclassifiable(String),
@@ -63,22 +66,61 @@ pub enum Class {
 }
 
 impl Class {
-    /// Whether the status is terminal.
+    /// Whether the status is terminal (a person's state is not).
     pub fn is_terminal(&self) -> bool {
         matches!(self, Class::Terminal(_))
     }
 
+    /// What the work waits for from a person, if it does.
+    pub fn awaiting_person(&self) -> Option<PersonNeed> {
+        match self {
+            Class::AwaitingPerson(need) => Some(*need),
+            _ => None,
+        }
+    }
+
+    /// Whether this is an answer of the policy (kept), not a failure or a
+    /// shortage (asked again).
+    fn is_answer(&self) -> bool {
+        matches!(
+            self,
+            Class::Terminal(_) | Class::Running | Class::AwaitingPerson(_)
+        )
+    }
+
+    /// The class of a policy's answer.
+    fn of(class: StatusClass) -> Self {
+        match class {
+            StatusClass::Terminal(outcome) => Class::Terminal(outcome),
+            StatusClass::NonTerminal => Class::Running,
+            StatusClass::AwaitingPerson(need) => Class::AwaitingPerson(need),
+        }
+    }
+
     /// The row to keep for `status`, if this is an answer (not a failure).
     fn stored(&self, status: &str) -> Option<StoredClass> {
-        let outcome = match self {
-            Class::Terminal(outcome) => Some(outcome.as_str().to_owned()),
-            Class::Running => None,
+        let (outcome, person) = match self {
+            Class::Terminal(outcome) => (Some(outcome.as_str().to_owned()), None),
+            Class::Running => (None, None),
+            Class::AwaitingPerson(need) => (None, Some(need.as_str().to_owned())),
             Class::Unclassifiable(_) | Class::Deferred => return None,
         };
         Some(StoredClass {
             status: status.to_owned(),
             outcome,
+            person,
         })
+    }
+
+    /// A kept row read back; `None` for a word the table's checks rule
+    /// out (then the policy is asked again).
+    fn read(kept: &StoredClass) -> Option<Self> {
+        match (kept.outcome.as_deref(), kept.person.as_deref()) {
+            (None, None) => Some(Class::Running),
+            (Some(word), None) => Outcome::from_word(word).map(Class::Terminal),
+            (None, Some(word)) => PersonNeed::from_word(word).map(Class::AwaitingPerson),
+            (Some(_), Some(_)) => None,
+        }
     }
 }
 
@@ -137,7 +179,8 @@ impl StatusClasses {
         (found, missing)
     }
 
-    /// Copies answers of `revision` (only answers: terminal or running).
+    /// Copies answers of `revision` (only answers: terminal, running or a
+    /// person's).
     fn copy<'a>(&self, revision: &str, answers: impl Iterator<Item = (&'a String, &'a Class)>) {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if kept.revision != revision || kept.classes.len() >= KEPT_IN_PROCESS {
@@ -147,7 +190,7 @@ impl StatusClasses {
             };
         }
         for (status, class) in answers {
-            if matches!(class, Class::Terminal(_) | Class::Running) {
+            if class.is_answer() {
                 kept.classes.insert(status.clone(), class.clone());
             }
         }
@@ -178,12 +221,10 @@ impl StatusClasses {
             return Ok(out);
         }
         for kept in self.store.status_classes(&revision, &statuses).await? {
-            match kept.outcome.as_deref().map(Outcome::from_word) {
-                None => out.insert(kept.status, Class::Running),
-                Some(Some(outcome)) => out.insert(kept.status, Class::Terminal(outcome)),
-                // The table's check constraint rules this out; ask again.
-                Some(None) => continue,
-            };
+            // The table's check constraints rule a bad row out; else asked again.
+            if let Some(class) = Class::read(&kept) {
+                out.insert(kept.status, class);
+            }
         }
         self.copy(&revision, out.iter());
         let missing: Vec<String> = statuses
@@ -196,8 +237,7 @@ impl StatusClasses {
         let mut answers: BTreeMap<String, Vec<StoredClass>> = BTreeMap::new();
         for (status, evaluated) in self.policy.classify_each(missing).await? {
             let class = match evaluated.value {
-                Ok(StatusClass::Terminal(outcome)) => Class::Terminal(outcome),
-                Ok(StatusClass::NonTerminal) => Class::Running,
+                Ok(class) => Class::of(class),
                 Err(f) if f.is_shortage() => Class::Deferred,
                 Err(f) => Class::Unclassifiable(f.to_string()),
             };

@@ -84,7 +84,8 @@ enum PolicyCmd {
         #[command(flatten)]
         limits: PolicyLimitArgs,
     },
-    /// Extract execution ids from a tool result on stdin; JSON array out.
+    /// Extract the links (execution ids, protocol tasks) a tool result on
+    /// stdin names; JSON array out, as `extract-links` prints it.
     Extract {
         /// The policy component (.wasm).
         wasm: PathBuf,

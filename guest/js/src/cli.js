@@ -7,7 +7,7 @@
 
 import { classify } from './classify.js';
 import { decide, decideBatch } from './decide.js';
-import { extractExecutionIds } from './extract.js';
+import { extractLinks } from './links.js';
 import { JsonError, readDecisionInput, readDecisionInputs } from './json.js';
 import { describe } from './describe.js';
 import { SOUL } from './soul.js';
@@ -17,7 +17,7 @@ import { debugString, fromUtf8 } from './text.js';
 export const MAX_INPUT = 4 * 1024 * 1024;
 
 export const USAGE =
-  'usage: policy.wasm <extract-ids|classify|decide|decide-batch|soul|describe> < input';
+  'usage: policy.wasm <extract-links|classify|decide|decide-batch|soul|describe> < input';
 
 /** Why a command could not run. */
 export class CliError extends Error {
@@ -28,7 +28,7 @@ export class CliError extends Error {
 }
 
 const COMMANDS = {
-  'extract-ids': (input) => toJson(extractExecutionIds(input)),
+  'extract-links': (input) => toJson(extractLinks(input).map(linkJson)),
   classify: (input) => toJson(statusClassJson(classify(input))),
   decide: (input) => toJson(decisionJson(decide(parse(readDecisionInput, input, 'input')))),
   'decide-batch': (input) =>
@@ -65,7 +65,15 @@ function parse(read, input, what) {
 
 /** The answers' JSON forms, with the reference's key order. */
 function statusClassJson(status) {
-  return status.tag === 'terminal' ? { terminal: true, outcome: status.val } : { terminal: false };
+  if (status.tag === 'terminal') return { terminal: true, outcome: status.val };
+  if (status.tag === 'awaiting-person') return { terminal: false, person: status.val };
+  return { terminal: false };
+}
+
+function linkJson(link) {
+  return link.tag === 'execution'
+    ? { execution: link.val }
+    : { task: { protocol: link.val.protocol, id: link.val.id } };
 }
 
 function decisionJson(decision) {

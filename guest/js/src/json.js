@@ -50,6 +50,13 @@ const WINDOW = {
     field('route', 'route', (r) => readUnitEnum(r, ['button', 'chat', 'api'])),
   ],
 };
+const TASK_REF = {
+  name: 'TaskRef',
+  fields: [
+    field('protocol', 'protocol', (r) => readUnitEnum(r, ['mcp', 'a2a'])),
+    field('id', 'id', readString),
+  ],
+};
 const EXECUTION = {
   name: 'Execution',
   fields: [
@@ -58,6 +65,7 @@ const EXECUTION = {
     // `"result": null` is the same fact as no result: the empty string.
     field('result', 'result', (r) => readOption(r, readString) ?? '', () => ''),
     field('finished_at', 'finishedAt', (r) => readOption(r, readTimestamp), () => undefined),
+    field('task', 'task', (r) => readOption(r, (o) => readStruct(o, TASK_REF)), () => undefined),
   ],
 };
 const SESSION = {

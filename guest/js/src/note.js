@@ -7,7 +7,8 @@
 // output is cut in the middle where it is least informative, the session's
 // other running executions are listed so the agent does not start them
 // again, and a closing label says this is a system event that grants no new
-// approval.
+// approval. An execution that stands for a protocol's task is named by that
+// task too.
 //
 // Sizes are in UTF-8 bytes, as the host measures them, not in JavaScript's
 // UTF-16 units.
@@ -30,12 +31,24 @@ export const LABEL =
   "operator's earlier approval of the plan still governs what you may do. If the execution failed, " +
   'diagnose and fix it; if it completed, take the next step of the approved plan.';
 
+/**
+ * A task id as the note shows it: shortened like a headline, quoted as a JSON
+ * string (a form every policy language writes alike), on one line.
+ */
+function taskIdShown(id) {
+  const chars = Array.from(id);
+  const more = chars.length > HEADLINE_LIMIT ? '…' : '';
+  const quoted = JSON.stringify(chars.slice(0, HEADLINE_LIMIT).join(''));
+  return sanitize(`${quoted}${more}`).text.replaceAll('\n', ' ');
+}
+
 /** Writes the note for a terminal execution. Never empty. */
 export function formatNote(execution, outcome, stillRunning) {
   const { text: result, bytes } = sanitize(execution.result);
   const first = firstNonWhitespace(result);
   const blank = first === -1;
-  let note = `execution ${execution.id} ${outcome}: ${blank ? '(no output)' : headline(result, first)}\n\n`;
+  const task = execution.task == null ? '' : ` (${execution.task.protocol} task ${taskIdShown(execution.task.id)})`;
+  let note = `execution ${execution.id}${task} ${outcome}: ${blank ? '(no output)' : headline(result, first)}\n\n`;
   if (blank) {
     note += 'The execution produced no output.\n';
   } else {

@@ -18,14 +18,14 @@ import { classify } from './classify.js';
 import { CliError, MAX_INPUT, runCli } from './cli.js';
 import { decide, decideBatch } from './decide.js';
 import { describe } from './describe.js';
-import { extractExecutionIds } from './extract.js';
+import { extractLinks } from './links.js';
 import { SOUL } from './soul.js';
 
 keepByteOrderMarks();
 warmUp();
 
 export const policy = {
-  extractExecutionIds,
+  extractLinks,
   classify,
   decide,
   decideBatch,
@@ -131,6 +131,8 @@ function warmUp() {
     attempts: 0,
   };
   decideBatch([input, { ...input, now: at(5000) }, { ...input, execution: { ...input.execution, status: 'running' } }]);
-  extractExecutionIds('running, execution_id: 3F2504E0-4F89-11D3-9A0C-0305E82C3301 and {"execution": {"id": "x"}}');
+  extractLinks('running, execution_id: 3F2504E0-4F89-11D3-9A0C-0305E82C3301 and {"execution": {"id": "x"}}');
+  extractLinks('{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\\"task\\":{\\"taskId\\":\\"t\\"}}"}]}}');
+  decide({ ...input, execution: { ...input.execution, status: 'done', task: { protocol: 'a2a', id: 'warm' } } });
   describe();
 }

@@ -14,9 +14,9 @@ import sys
 from typing import BinaryIO, Sequence
 
 from . import describe, jsonform
-from .classify import classify
+from .classify import classify, person_need
 from .decide import decide, decide_batch
-from .extract import extract_execution_ids
+from .links import extract_links
 from .soul import soul
 from .types import InputError
 
@@ -27,9 +27,9 @@ MAX_INPUT = 4 * 1024 * 1024
 # The exit status for bad input or bad usage.
 EXIT_BAD_INPUT = 2
 
-USAGE = "usage: policy.wasm <extract-ids|classify|decide|decide-batch|soul|describe> < input"
+USAGE = "usage: policy.wasm <extract-links|classify|decide|decide-batch|soul|describe> < input"
 
-COMMANDS = ("extract-ids", "classify", "decide", "decide-batch", "soul", "describe")
+COMMANDS = ("extract-links", "classify", "decide", "decide-batch", "soul", "describe")
 
 
 class CliError(Exception):
@@ -73,10 +73,10 @@ def run(command: str, text: str) -> str:
     """Runs one command on its input and returns what goes to stdout."""
     if command == "soul":
         return soul()
-    if command == "extract-ids":
-        answer = extract_execution_ids(text)
+    if command == "extract-links":
+        answer = [jsonform.link(found) for found in extract_links(text)]
     elif command == "classify":
-        answer = jsonform.status_class(classify(text))
+        answer = jsonform.status_class(classify(text), person_need(text))
     elif command == "decide":
         answer = jsonform.decision(decide(_parse(text, jsonform.decision_input, "decision input")))
     elif command == "decide-batch":

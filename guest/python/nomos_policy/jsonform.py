@@ -22,10 +22,15 @@ from .types import (
     DecisionInput,
     Drop,
     Execution,
+    ExecutionLink,
     InputError,
+    LinkRef,
     Outcome,
+    PersonNeed,
     PolicyInfo,
     Session,
+    TaskProtocol,
+    TaskRef,
     Timestamp,
     Wait,
     Window,
@@ -85,9 +90,10 @@ def decision_inputs(value: Any) -> list[DecisionInput]:
 
 
 def _execution(value: Any) -> Execution:
-    fields = _record(value, "Execution", ("id", "status"), ("result", "finished_at"))
+    fields = _record(value, "Execution", ("id", "status"), ("result", "finished_at", "task"))
     result = fields.get("result")
     finished = fields.get("finished_at")
+    task = fields.get("task")
     return Execution(
         id=_string(fields["id"]),
         status=_string(fields["status"]),
@@ -95,7 +101,13 @@ def _execution(value: Any) -> Execution:
         # the same fact as no result at all, so it decides like "".
         result="" if result is None else _string(result),
         finished_at=None if finished is None else _timestamp(finished),
+        task=None if task is None else _task(task),
     )
+
+
+def _task(value: Any) -> TaskRef:
+    fields = _record(value, "TaskRef", ("protocol", "id"), ())
+    return TaskRef(protocol=_variant(fields["protocol"], TaskProtocol), id=_string(fields["id"]))
 
 
 def _session(value: Any) -> Session:
@@ -125,11 +137,16 @@ def _window(value: Any) -> Window:
 
 
 def _route(value: Any) -> ApprovalRoute:
+    return _variant(value, ApprovalRoute)
+
+
+def _variant(value: Any, kind: Any) -> Any:
+    """The member of an enum its JSON word names."""
     text = _string(value)
-    for route in ApprovalRoute:
-        if route.value == text:
-            return route
-    expected = ", ".join(f"`{r.value}`" for r in ApprovalRoute)
+    for member in kind:
+        if member.value == text:
+            return member
+    expected = ", ".join(f"`{m.value}`" for m in kind)
     raise InputError(f"unknown variant `{text}`, expected one of {expected}")
 
 
@@ -197,11 +214,21 @@ def _kind(value: Any) -> str:
 # --- writing ---------------------------------------------------------------
 
 
-def status_class(outcome: Outcome | None) -> dict[str, Any]:
-    """`{"terminal":false}` or `{"terminal":true,"outcome":"failed"}`."""
-    if outcome is None:
-        return {"terminal": False}
-    return {"terminal": True, "outcome": outcome.value}
+def status_class(outcome: Outcome | None, person: PersonNeed | None = None) -> dict[str, Any]:
+    """`{"terminal":false}`, `{"terminal":true,"outcome":"failed"}` or
+    `{"terminal":false,"person":"input"}`."""
+    if outcome is not None:
+        return {"terminal": True, "outcome": outcome.value}
+    if person is not None:
+        return {"terminal": False, "person": person.value}
+    return {"terminal": False}
+
+
+def link(found: LinkRef) -> dict[str, Any]:
+    """`{"execution":"<uuid>"}` or `{"task":{"protocol":"mcp","id":...}}`."""
+    if isinstance(found, ExecutionLink):
+        return {"execution": found.id}
+    return {"task": {"protocol": found.task.protocol.value, "id": found.task.id}}
 
 
 def decision(answer: Decision) -> dict[str, Any]:

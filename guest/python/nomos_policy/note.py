@@ -6,7 +6,8 @@ the first line says what happened in one glance, the result follows fenced as
 data (a result can contain text that looks like instructions), long output is
 cut in the middle where it is least informative, the session's other running
 executions are listed so the agent does not start them again, and a closing
-label says this is a system event that grants no new approval.
+label says this is a system event that grants no new approval. An execution
+that stands for a protocol's task is named by that task too.
 
 Sizes are counted in UTF-8 bytes, as the Rust policy counts them, so both
 cut a long result at the same place.
@@ -14,6 +15,7 @@ cut a long result at the same place.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Sequence
 
@@ -41,7 +43,11 @@ LABEL = (
 def format_note(execution: Any, outcome: Outcome, still_running: Sequence[str]) -> str:
     """The note for a terminal execution. Never empty."""
     result = sanitize(execution.result)
-    parts = [f"execution {execution.id} {outcome.value}: {_headline(result)}\n", "\n"]
+    task = getattr(execution, "task", None)
+    named = ""
+    if task is not None:
+        named = f" ({_protocol_word(task.protocol)} task {_sanitize_line(_task_id_shown(task.id))})"
+    parts = [f"execution {execution.id}{named} {outcome.value}: {_headline(result)}\n", "\n"]
     if not strip_whitespace(result):
         parts.append("The execution produced no output.\n")
     else:
@@ -66,6 +72,20 @@ def format_note(execution: Any, outcome: Outcome, still_running: Sequence[str]) 
     parts.append("\n")
     parts.append(LABEL)
     return "".join(parts)
+
+
+def _protocol_word(protocol: Any) -> str:
+    """The word of a protocol, ours (an enum of words) or the binding's."""
+    value = getattr(protocol, "value", protocol)
+    return value if isinstance(value, str) else protocol.name.lower()
+
+
+def _task_id_shown(task_id: str) -> str:
+    """Shortened like a headline and quoted as a JSON string, as every policy
+    language writes it alike."""
+    shown = task_id[:HEADLINE_LIMIT]
+    more = "…" if len(shown) < len(task_id) else ""
+    return json.dumps(shown, ensure_ascii=False) + more
 
 
 def _headline(result: str) -> str:

@@ -44,6 +44,45 @@ class Outcome(enum.Enum):
     CANCELLED = "cancelled"
 
 
+class PersonNeed(enum.Enum):
+    """What a paused execution waits for from a person; the value is its JSON word."""
+
+    INPUT = "input"
+    AUTHORIZATION = "authorization"
+
+
+class TaskProtocol(enum.Enum):
+    """The protocol a task belongs to; the value is its JSON word."""
+
+    MCP = "mcp"
+    A2A = "a2a"
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """A protocol's task, by the id the protocol gave it."""
+
+    protocol: TaskProtocol
+    id: str
+
+
+@dataclass(frozen=True)
+class ExecutionLink:
+    """A tool result names this execution id."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class TaskLink:
+    """A tool result names this protocol task."""
+
+    task: TaskRef
+
+
+LinkRef = Union[ExecutionLink, TaskLink]
+
+
 class ApprovalRoute(enum.Enum):
     """How the operator approved the plan that opened a window."""
 
@@ -69,6 +108,7 @@ class Execution:
     status: str
     result: str = ""
     finished_at: Optional[Timestamp] = None
+    task: Optional[TaskRef] = None
 
 
 @dataclass

@@ -181,14 +181,14 @@ pub fn decide(wasm: &Path, limit_args: &PolicyLimitArgs) -> Result<ExitCode> {
 }
 
 /// `policy extract <wasm>`: a tool result on stdin, the JSON array of the
-/// execution ids it names on stdout.
+/// links it names (execution ids, protocol tasks) on stdout.
 pub fn extract(wasm: &Path, limit_args: &PolicyLimitArgs) -> Result<ExitCode> {
     let runtime = load(wasm, limit_args)?;
     let input = codec::read_input(std::io::stdin().lock())?;
-    let ids = runtime
-        .extract_ids(&input)
+    let links = runtime
+        .extract_links(&input)
         .value
         .context("the policy failed")?;
-    print!("{}", codec::answer_line(&ids)?);
+    print!("{}", codec::answer_line(&links)?);
     Ok(ExitCode::SUCCESS)
 }

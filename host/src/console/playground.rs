@@ -153,17 +153,19 @@ struct Extracted {
     ids: Vec<String>,
 }
 
-/// The ids the active policy extracts from `text`; nothing is linked.
+/// What the active policy extracts from `text` (execution ids, protocol
+/// tasks); nothing is linked.
 pub(super) async fn extract(
     State(console): State<Console>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Html<String>, ApiError> {
     let ExtractBody { text } = parse_json(&console.app.caps.tool_result.take(body)?)?;
     let evaluated = PolicyHandle::from(&console.app.policy)
-        .run(move |runtime| runtime.trial_extract_ids(&text))
+        .run(move |runtime| runtime.trial_extract_links(&text))
         .await
         .map_err(task_failed)?;
-    let ids = evaluated.value.map_err(extraction_failed)?;
+    let links = evaluated.value.map_err(extraction_failed)?;
+    let ids = links.iter().map(ToString::to_string).collect();
     render(&Extracted {
         revision: evaluated.revision.0,
         ids,

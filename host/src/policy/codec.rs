@@ -29,8 +29,8 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 /// are one document or an array of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
-    /// The execution ids a tool result names.
-    ExtractIds,
+    /// The execution ids and protocol tasks a tool result names.
+    ExtractLinks,
     /// Whether a status is terminal.
     Classify,
     /// One decision (`decide`), or one per input of an array
@@ -48,7 +48,7 @@ pub enum Command {
 impl Command {
     /// Every command, in the order golden folders are run.
     pub const ALL: [Command; 6] = [
-        Command::ExtractIds,
+        Command::ExtractLinks,
         Command::Classify,
         Command::Decide { batch: false },
         Command::Decide { batch: true },
@@ -59,7 +59,7 @@ impl Command {
     /// The command's name, which is also its golden folder's.
     pub const fn name(self) -> &'static str {
         match self {
-            Command::ExtractIds => "extract-ids",
+            Command::ExtractLinks => "extract-links",
             Command::Classify => "classify",
             Command::Decide { batch: false } => "decide",
             Command::Decide { batch: true } => "decide-batch",
@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(
             names,
             [
-                "extract-ids",
+                "extract-links",
                 "classify",
                 "decide",
                 "decide-batch",

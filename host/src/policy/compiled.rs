@@ -7,16 +7,17 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::Component;
 
-use super::bindings::ContinuationPolicyPre;
+use super::instance::{ContractVersion, PolicyPre};
 use super::sandbox::{name_the_limit, Sandbox};
 use super::PolicyError;
 
-/// The interface a policy must export, version included.
-pub const POLICY_EXPORT: &str = "nomos:continuation/policy@0.1.0";
+/// The interface a policy should export, version included: the current
+/// contract. A policy exporting `nomos:continuation/policy@0.1.x` is still
+/// served (see [`ContractVersion`]).
+pub const POLICY_EXPORT: &str = "nomos:continuation/policy@0.2.0";
 
-/// Exports this host accepts: the same 0.1 line (for 0.x, the minor is the
-/// compatibility boundary).
-const COMPATIBLE_PREFIX: &str = "nomos:continuation/policy@0.1.";
+/// The previous interface, still served.
+const LEGACY_EXPORT: &str = "nomos:continuation/policy@0.1.0";
 
 /// A policy revision: the sha256 of its bytes, in hex. Recorded with every
 /// decision so a ledger row says which policy wrote its note.
@@ -45,12 +46,14 @@ impl fmt::Display for Revision {
 pub struct CompiledPolicy {
     pub revision: Revision,
     /// Built once per revision: instantiation then skips all linking work.
-    pub(crate) pre: ContinuationPolicyPre<super::sandbox::HostState>,
+    /// Of the contract version the component exports.
+    pub(crate) pre: PolicyPre,
 }
 
 impl CompiledPolicy {
     /// Compiles `bytes` (of revision `revision`) and checks them against
-    /// the `continuation-policy` world; a mismatch names what is missing. A
+    /// the `continuation-policy` world of the contract version it exports
+    /// (0.2 or 0.1); a mismatch names what is missing. A
     /// component the sandbox's pool could never hold (more memories, tables
     /// or core instances than `Limits` gives one sandbox) is refused here
     /// too, by the engine, with the count and the limit.
@@ -64,35 +67,40 @@ impl CompiledPolicy {
                 "not a loadable WebAssembly component: {e:#}"
             )))
         })?;
-        check_exports(sandbox, &component)?;
+        let version = check_exports(sandbox, &component)?;
         let instance_pre = sandbox.linker.instantiate_pre(&component).map_err(|e| {
             PolicyError::Invalid(format!(
                 "the policy imports something the sandbox does not provide: {e:#}"
             ))
         })?;
-        let pre = ContinuationPolicyPre::new(instance_pre).map_err(|e| {
+        let pre = PolicyPre::new(version, instance_pre).map_err(|e| {
             PolicyError::Invalid(format!(
-                "the policy does not match the {POLICY_EXPORT} interface: {e:#}"
+                "the policy does not match the {}0 interface: {e:#}",
+                version.export_prefix()
             ))
         })?;
         Ok(Self { revision, pre })
     }
 }
 
-/// Refuses a component that does not export [`POLICY_EXPORT`], naming what
-/// it exports instead (another version of the contract, another world).
-fn check_exports(sandbox: &Sandbox, component: &Component) -> Result<(), PolicyError> {
+/// The contract version a component exports (the newest, should it export
+/// both); refuses a component that exports none this host serves, naming
+/// what it exports instead (another version of the contract, another
+/// world).
+fn check_exports(sandbox: &Sandbox, component: &Component) -> Result<ContractVersion, PolicyError> {
     let ty = component.component_type();
     let exports: Vec<String> = ty
         .exports(&sandbox.engine)
         .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
         .map(|(name, _)| name.to_string())
         .collect();
-    if exports
-        .iter()
-        .any(|name| name.starts_with(COMPATIBLE_PREFIX))
-    {
-        return Ok(());
+    let served = ContractVersion::ALL.into_iter().find(|version| {
+        exports
+            .iter()
+            .any(|name| name.starts_with(version.export_prefix()))
+    });
+    if let Some(version) = served {
+        return Ok(version);
     }
     let same_contract: Vec<&String> = exports
         .iter()
@@ -100,7 +108,7 @@ fn check_exports(sandbox: &Sandbox, component: &Component) -> Result<(), PolicyE
         .collect();
     let reason = match same_contract.first() {
         Some(other) => format!(
-            "the policy exports {other}, but this host speaks {POLICY_EXPORT}: rebuild it against wit/ of this host"
+            "the policy exports {other}, but this host speaks {POLICY_EXPORT} (and still {LEGACY_EXPORT}): rebuild it against wit/ of this host"
         ),
         None => format!(
             "the policy does not export {POLICY_EXPORT} (it exports: {}); is it built for the continuation-policy world?",

@@ -4,9 +4,8 @@
 use uuid::Uuid;
 use wasmtime::Store;
 
-use super::bindings::ContinuationPolicy;
 use super::compiled::CompiledPolicy;
-use super::convert;
+use super::instance::PolicyInstance;
 use super::sandbox::{HostState, Sandbox};
 use super::types as t;
 
@@ -24,7 +23,8 @@ pub enum PolicyFailure {
     #[error("policy trapped: {0}")]
     Trap(String),
     /// The policy answered, but the answer breaks the contract or the host's
-    /// limits (a note over the cap, a non-UUID id, an empty note).
+    /// limits (a note over the cap, a non-UUID id, a bad task id, an empty
+    /// note).
     #[error("policy answer is malformed: {0}")]
     Malformed(String),
     /// The sandbox could not be set up (for example, every pool slot busy).
@@ -81,7 +81,7 @@ impl PolicyFailure {
 fn with_instance<T>(
     sandbox: &Sandbox,
     policy: &CompiledPolicy,
-    call: impl FnOnce(&mut Store<HostState>, &ContinuationPolicy) -> wasmtime::Result<T>,
+    call: impl FnOnce(&mut Store<HostState>, &PolicyInstance) -> wasmtime::Result<T>,
 ) -> Result<T, PolicyFailure> {
     let mut store = sandbox.store();
     let instance = policy
@@ -151,41 +151,59 @@ fn is_canonical_uuid(id: &str) -> bool {
         .is_ok_and(|parsed| parsed.hyphenated().encode_lower(&mut Uuid::encode_buffer()) == id)
 }
 
-/// The execution ids a tool result names, checked: canonical UUIDs, at most
-/// the host's cap, duplicates removed.
-pub(crate) fn extract_ids(
+/// The most bytes of a protocol's task id (as `nomos_link_data` holds it).
+pub(crate) const MAX_TASK_ID_BYTES: usize = 1024;
+
+/// What a tool result names, checked: execution ids canonical UUIDs, task
+/// ids 1 to [`MAX_TASK_ID_BYTES`] bytes, at most the host's cap of ids in
+/// all, duplicates removed (first appearance kept).
+pub(crate) fn extract_links(
     sandbox: &Sandbox,
     policy: &CompiledPolicy,
     text: &str,
-) -> Result<Vec<String>, PolicyFailure> {
+) -> Result<Vec<t::LinkRef>, PolicyFailure> {
     let limit = sandbox.limits.max_text_bytes;
     if text.len() > limit {
         return Err(PolicyFailure::InputTooLarge(text.len(), limit));
     }
-    let ids = with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy()
-            .call_extract_execution_ids(store, text)
-    })?;
-    if ids.len() > sandbox.limits.max_ids {
+    let links = with_instance(sandbox, policy, |store, p| p.extract_links(store, text))?;
+    if links.len() > sandbox.limits.max_ids {
         return Err(PolicyFailure::Malformed(format!(
             "{} ids returned (limit {})",
-            ids.len(),
+            links.len(),
             sandbox.limits.max_ids
         )));
     }
-    let mut unique: Vec<String> = Vec::with_capacity(ids.len());
-    for id in ids {
-        if !is_canonical_uuid(&id) {
-            let shown: String = id.chars().take(64).collect();
-            return Err(PolicyFailure::Malformed(format!(
-                "{shown:?} is not a canonical lowercase UUID"
-            )));
-        }
-        if !unique.contains(&id) {
-            unique.push(id);
+    let mut unique: Vec<t::LinkRef> = Vec::with_capacity(links.len());
+    for link in links {
+        check_link(&link)?;
+        if !unique.contains(&link) {
+            unique.push(link);
         }
     }
     Ok(unique)
+}
+
+/// Refuses an execution id in another spelling than the store's, and a
+/// task id that is empty or over [`MAX_TASK_ID_BYTES`].
+fn check_link(link: &t::LinkRef) -> Result<(), PolicyFailure> {
+    let shown = |id: &str| id.chars().take(64).collect::<String>();
+    match link {
+        t::LinkRef::Execution(id) if !is_canonical_uuid(id) => Err(PolicyFailure::Malformed(
+            format!("{:?} is not a canonical lowercase UUID", shown(id)),
+        )),
+        t::LinkRef::Task(task) if task.id.is_empty() => {
+            Err(PolicyFailure::Malformed("an empty task id".into()))
+        }
+        t::LinkRef::Task(task) if task.id.len() > MAX_TASK_ID_BYTES => {
+            Err(PolicyFailure::Malformed(format!(
+                "task id {:?}… of {} bytes (limit {MAX_TASK_ID_BYTES})",
+                shown(&task.id),
+                task.id.len()
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Classifies a status string.
@@ -198,10 +216,7 @@ pub(crate) fn classify(
     if status.len() > limit {
         return Err(PolicyFailure::InputTooLarge(status.len(), limit));
     }
-    with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy().call_classify(store, status)
-    })
-    .map(convert::status_class)
+    with_instance(sandbox, policy, |store, p| p.classify(store, status))
 }
 
 /// Decides a batch in one sandbox; every decision is checked.
@@ -218,11 +233,7 @@ pub(crate) fn decide_batch(
     if size > limit {
         return Err(PolicyFailure::InputTooLarge(size, limit));
     }
-    let wit_inputs: Vec<_> = inputs.iter().map(convert::decision_input).collect();
-    let decisions = with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy()
-            .call_decide_batch(store, &wit_inputs)
-    })?;
+    let decisions = with_instance(sandbox, policy, |store, p| p.decide_batch(store, inputs))?;
     if decisions.len() != inputs.len() {
         return Err(PolicyFailure::Malformed(format!(
             "{} decisions for {} inputs",
@@ -232,7 +243,7 @@ pub(crate) fn decide_batch(
     }
     decisions
         .into_iter()
-        .map(|d| check_decision(sandbox, convert::decision(d)))
+        .map(|d| check_decision(sandbox, d))
         .collect()
 }
 
@@ -262,9 +273,7 @@ fn check_decision(sandbox: &Sandbox, decision: t::Decision) -> Result<t::Decisio
 
 /// The SOUL text, size-checked.
 pub(crate) fn soul(sandbox: &Sandbox, policy: &CompiledPolicy) -> Result<String, PolicyFailure> {
-    let soul = with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy().call_soul(store)
-    })?;
+    let soul = with_instance(sandbox, policy, |store, p| p.soul(store))?;
     if soul.len() > sandbox.limits.max_soul_bytes {
         return Err(PolicyFailure::Malformed(format!(
             "SOUL text of {} bytes (limit {})",
@@ -280,15 +289,13 @@ pub(crate) fn describe(
     sandbox: &Sandbox,
     policy: &CompiledPolicy,
 ) -> Result<t::PolicyInfo, PolicyFailure> {
-    let info = with_instance(sandbox, policy, |store, p| {
-        p.nomos_continuation_policy().call_describe(store)
-    })?;
+    let info = with_instance(sandbox, policy, |store, p| p.describe(store))?;
     if info.name.len() + info.version.len() + info.contract.len() > 1024 {
         return Err(PolicyFailure::Malformed(
             "describe() answer over 1 KiB".into(),
         ));
     }
-    Ok(convert::policy_info(info))
+    Ok(info)
 }
 
 /// Benchmark hook: one fresh store and instance, no call.
@@ -308,12 +315,10 @@ pub(crate) fn live_decisions(
     n: u64,
     input: &t::DecisionInput,
 ) -> Result<(), PolicyFailure> {
-    let wit_input = convert::decision_input(input);
     with_instance(sandbox, policy, |store, p| {
         for _ in 0..n {
             store.set_epoch_deadline(sandbox.deadline_ticks());
-            p.nomos_continuation_policy()
-                .call_decide(&mut *store, &wit_input)?;
+            p.decide(store, input)?;
         }
         Ok(())
     })

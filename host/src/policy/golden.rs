@@ -1,7 +1,7 @@
 //! Golden cases: a policy's answers pinned in files, checked on every
 //! build and before a candidate is activated.
 //!
-//! A golden directory holds one folder per command (`extract-ids`,
+//! A golden directory holds one folder per command (`extract-links`,
 //! `classify`, `decide`, `decide-batch`, `soul`, `describe`). In each, a
 //! case is `NAME.in` (exactly what `wasmtime run policy.wasm COMMAND` reads
 //! on stdin) and either `NAME.out` (exactly what it prints) or `NAME.err`
@@ -171,8 +171,8 @@ fn typed_output(
 ) -> Result<String, CodecError> {
     let failed = |e: eval::PolicyFailure| CodecError::Policy(e.to_string());
     match command {
-        Command::ExtractIds => {
-            codec::answer_line(&eval::extract_ids(sandbox, policy, input).map_err(failed)?)
+        Command::ExtractLinks => {
+            codec::answer_line(&eval::extract_links(sandbox, policy, input).map_err(failed)?)
         }
         Command::Classify => {
             codec::answer_line(&eval::classify(sandbox, policy, input).map_err(failed)?)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::task::JoinError;
 
 use super::runtime::{Evaluated, PolicyRuntime};
-use super::types::{Decision, DecisionInput, PolicyInfo, StatusClass};
+use super::types::{Decision, DecisionInput, LinkRef, PolicyInfo, StatusClass};
 use super::{PolicyError, Revision};
 
 /// The blocking task running a policy call died (a panic in the host's
@@ -53,12 +53,12 @@ impl PolicyHandle {
         Ok(tokio::task::spawn_blocking(move || call(&runtime)).await?)
     }
 
-    /// [`PolicyRuntime::extract_ids`].
-    pub async fn extract_ids(
+    /// [`PolicyRuntime::extract_links`].
+    pub async fn extract_links(
         &self,
         text: String,
-    ) -> Result<Evaluated<Vec<String>>, PolicyTaskFailed> {
-        self.run(move |runtime| runtime.extract_ids(&text)).await
+    ) -> Result<Evaluated<Vec<LinkRef>>, PolicyTaskFailed> {
+        self.run(move |runtime| runtime.extract_links(&text)).await
     }
 
     #[cfg(feature = "test-support")]

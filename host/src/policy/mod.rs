@@ -6,9 +6,12 @@
 //!
 //! - `types`: the host's types of the contract's data, with the JSON form
 //!   golden files and `wasmtime run policy.wasm` use.
-//! - `bindings`: the one `bindgen!` for the `continuation-policy` world.
-//! - `convert`: the one conversion: store rows and host types into the
+//! - `bindings`: one `bindgen!` per contract version served (0.2.0 and
+//!   0.1.0) for the `continuation-policy` world.
+//! - `convert`: the one conversion: host types into each version's
 //!   bindings' types, and answers back.
+//! - `instance`: one face on both versions: each export called in the
+//!   version the component was built for.
 //! - `codec`: the command-line form of each export (stdin, stdout, the
 //!   one-line error), which golden files pin.
 //! - `sandbox`: the engine (pooling allocator, epoch deadlines, memory cap)
@@ -42,6 +45,7 @@ mod file;
 pub mod golden;
 mod guest_output;
 mod handle;
+mod instance;
 mod profile;
 mod runtime;
 mod sandbox;

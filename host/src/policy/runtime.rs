@@ -221,9 +221,9 @@ impl PolicyRuntime {
         Ok(compiled)
     }
 
-    /// The execution ids a tool result names.
-    pub fn extract_ids(&self, text: &str) -> Evaluated<Vec<String>> {
-        self.run(|s, p| eval::extract_ids(s, p, text))
+    /// What a tool result names: execution ids and protocol tasks.
+    pub fn extract_links(&self, text: &str) -> Evaluated<Vec<t::LinkRef>> {
+        self.run(|s, p| eval::extract_links(s, p, text))
     }
 
     /// Whether a status is terminal.
@@ -242,10 +242,10 @@ impl PolicyRuntime {
         self.run(|s, p| eval::decide_batch(s, p, inputs))
     }
 
-    /// The ids the active revision extracts from `text`, as a trial (see
+    /// The links the active revision extracts from `text`, as a trial (see
     /// [`Self::trial`]): what the console's playground shows.
-    pub fn trial_extract_ids(&self, text: &str) -> Evaluated<Vec<String>> {
-        self.trial(&self.active(), |s, p| eval::extract_ids(s, p, text))
+    pub fn trial_extract_links(&self, text: &str) -> Evaluated<Vec<t::LinkRef>> {
+        self.trial(&self.active(), |s, p| eval::extract_links(s, p, text))
     }
 
     /// The active revision's decisions on `inputs`, as a trial.

@@ -80,23 +80,112 @@ pub enum StatusClass {
     NonTerminal,
     /// Finished: the host plans or drops it.
     Terminal(Outcome),
+    /// Paused until a person acts: not finished (a later report applies),
+    /// never continued; the operator is told what the work asks for.
+    AwaitingPerson(PersonNeed),
 }
 
-/// Written as `{"terminal":false}` or `{"terminal":true,"outcome":"failed"}`:
-/// a flag a shell script can test, with the outcome only where there is one.
+impl StatusClass {
+    /// Whether the status is terminal.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, StatusClass::Terminal(_))
+    }
+}
+
+/// Written as `{"terminal":false}`, `{"terminal":true,"outcome":"failed"}`
+/// or `{"terminal":false,"person":"input"}`: a flag a shell script can test,
+/// with the outcome or the person's need only where there is one (so a
+/// 0.1.0 answer reads as it always did).
 impl Serialize for StatusClass {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let outcome = match self {
-            StatusClass::NonTerminal => None,
-            StatusClass::Terminal(outcome) => Some(outcome),
-        };
-        let fields = 1 + usize::from(outcome.is_some());
-        let mut out = serializer.serialize_struct("StatusClass", fields)?;
-        out.serialize_field("terminal", &outcome.is_some())?;
-        if let Some(outcome) = outcome {
-            out.serialize_field("outcome", outcome)?;
+        let mut out = serializer.serialize_struct("StatusClass", 2)?;
+        out.serialize_field("terminal", &self.is_terminal())?;
+        match self {
+            StatusClass::NonTerminal => out.skip_field("outcome")?,
+            StatusClass::Terminal(outcome) => out.serialize_field("outcome", outcome)?,
+            StatusClass::AwaitingPerson(need) => out.serialize_field("person", need)?,
         }
         out.end()
+    }
+}
+
+/// What a paused execution waits for from a person. In declaration order,
+/// so that [`PersonNeed::as_str`] can look its word up by discriminant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PersonNeed {
+    /// An answer or more data (`input-required`).
+    Input,
+    /// A permission or a sign-in (`auth-required`).
+    Authorization,
+}
+
+impl Serialize for PersonNeed {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PersonNeed {
+    /// The word the JSON form and the store use.
+    pub fn as_str(self) -> &'static str {
+        const WORDS: [&str; 2] = ["input", "authorization"];
+        WORDS[self as usize]
+    }
+
+    /// The need [`PersonNeed::as_str`] names, if any: how a stored class is
+    /// read back.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Input, Self::Authorization]
+            .into_iter()
+            .find(|n| n.as_str() == word)
+    }
+}
+
+/// The protocol a task belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskProtocol {
+    /// MCP Tasks.
+    Mcp,
+    /// Agent2Agent.
+    A2a,
+}
+
+/// A protocol's task, by the id the protocol gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRef {
+    /// Whose task.
+    pub protocol: TaskProtocol,
+    /// Verbatim, 1 to 1024 bytes.
+    pub id: String,
+}
+
+/// One thing a tool result names for the host to watch. Written as
+/// `{"execution":"<uuid>"}` or `{"task":{"protocol":"mcp","id":"…"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkRef {
+    /// An execution id, canonical lowercase.
+    Execution(String),
+    /// A protocol's task; linked under its name-based execution id.
+    Task(TaskRef),
+}
+
+/// For people (the console, logs): an execution as its id, a task as
+/// `mcp task "<id>"`.
+impl std::fmt::Display for LinkRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkRef::Execution(id) => f.write_str(id),
+            LinkRef::Task(task) => {
+                let protocol = match task.protocol {
+                    TaskProtocol::Mcp => "mcp",
+                    TaskProtocol::A2a => "a2a",
+                };
+                write!(f, "{protocol} task {:?}", task.id)
+            }
+        }
     }
 }
 
@@ -183,6 +272,11 @@ pub struct Execution {
     pub result: String,
     /// Set by the first report classified as terminal.
     pub finished_at: Option<Timestamp>,
+    /// The protocol task the execution stands for, if it was linked as one.
+    /// Left out of the written form when absent, so an input recorded
+    /// before 0.2.0 reads back as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
 }
 
 /// Reads a string that may be `null` (or absent, with `#[serde(default)]`)
@@ -278,6 +372,23 @@ mod tests {
             json(&StatusClass::Terminal(Outcome::Failed)),
             r#"{"terminal":true,"outcome":"failed"}"#
         );
+        assert_eq!(
+            json(&StatusClass::AwaitingPerson(PersonNeed::Authorization)),
+            r#"{"terminal":false,"person":"authorization"}"#
+        );
+        assert_eq!(
+            json(&LinkRef::Task(TaskRef {
+                protocol: TaskProtocol::A2a,
+                id: "t-1".into()
+            })),
+            r#"{"task":{"protocol":"a2a","id":"t-1"}}"#
+        );
+        assert_eq!(
+            json(&LinkRef::Execution("e".into())),
+            r#"{"execution":"e"}"#
+        );
+        assert_eq!(PersonNeed::from_word("input"), Some(PersonNeed::Input));
+        assert_eq!(PersonNeed::from_word("nobody"), None);
         assert_eq!(json(&Decision::Wait), r#"{"decision":"wait"}"#);
         assert_eq!(
             json(&Decision::Drop { reason: "r".into() }),

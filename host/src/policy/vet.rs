@@ -49,14 +49,16 @@ fn probe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Vec<String> {
             problems.push(format!("{what}: {e}"));
         }
     };
+    // The contract a policy names is the one it exports (0.2.x or 0.1.x).
+    let contract = policy.pre.version().contract_prefix();
     check(
         "describe()",
         eval::describe(sandbox, policy).and_then(|info| {
-            if info.contract.starts_with("nomos:continuation@0.1.") {
+            if info.contract.starts_with(contract) {
                 Ok(())
             } else {
                 Err(eval::PolicyFailure::Malformed(format!(
-                    "contract {:?}, expected nomos:continuation@0.1.x",
+                    "contract {:?}, expected {contract}x",
                     info.contract
                 )))
             }
@@ -77,10 +79,27 @@ fn probe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Vec<String> {
         "log line\n".repeat(10_000)
     );
     check(
-        "extract-execution-ids(probe)",
-        eval::extract_ids(sandbox, policy, &text).map(drop),
+        "extract-links(probe)",
+        eval::extract_links(sandbox, policy, &text).map(drop),
     );
-    for status in ["running", "completed", "failed", "cancelled", "", "???"] {
+    for (what, text) in probe_tool_results() {
+        check(
+            &format!("extract-links({what})"),
+            eval::extract_links(sandbox, policy, &text).map(drop),
+        );
+    }
+    for status in [
+        "running",
+        "completed",
+        "failed",
+        "cancelled",
+        "",
+        "???",
+        "input-required",
+        "auth_required",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+    ] {
         check(
             &format!("classify({status:?})"),
             eval::classify(sandbox, policy, status).map(drop),
@@ -91,6 +110,34 @@ fn probe(sandbox: &Sandbox, policy: &CompiledPolicy) -> Vec<String> {
         eval::decide_batch(sandbox, policy, &probe_inputs()).map(drop),
     );
     problems
+}
+
+/// Tool results naming protocol tasks, each shape a policy may meet: an MCP
+/// task-creating `tools/call` answer in its JSON-RPC envelope, an A2A 1.0
+/// task, an A2A 0.3 task, and a CallToolResult carrying one as text.
+fn probe_tool_results() -> [(&'static str, String); 4] {
+    [
+        (
+            "mcp task",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t-1","status":"working"}}}"#
+                .into(),
+        ),
+        (
+            "a2a task",
+            r#"{"id":"t-2","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}"#.into(),
+        ),
+        (
+            "a2a 0.3 task",
+            r#"{"kind":"task","id":"t-3","contextId":"c","status":{"state":"working"}}"#.into(),
+        ),
+        (
+            "task as text",
+            format!(
+                r#"{{"content":[{{"type":"text","text":"{{\"task\":{{\"taskId\":\"{}\"}}}}"}}]}}"#,
+                "t".repeat(2048)
+            ),
+        ),
+    ]
 }
 
 pub(super) fn probe_inputs() -> Vec<t::DecisionInput> {
@@ -111,6 +158,7 @@ pub(super) fn probe_inputs() -> Vec<t::DecisionInput> {
                 status: status.into(),
                 result,
                 finished_at: Some(at(now)),
+                task: None,
             },
             session: t::Session {
                 id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
@@ -138,6 +186,24 @@ pub(super) fn probe_inputs() -> Vec<t::DecisionInput> {
         ),
         input("failed", "boom".into(), 3_000, Some(window.clone()), 0),
         input("failed", "boom".into(), 1_500, None, 0),
-        input("completed", "ok".into(), 1_500, Some(window), 1_000),
+        input("completed", "ok".into(), 1_500, Some(window.clone()), 1_000),
+        input(
+            "input-required",
+            String::new(),
+            1_500,
+            Some(window.clone()),
+            0,
+        ),
+        // A protocol task's execution: a note may name the task.
+        t::DecisionInput {
+            execution: t::Execution {
+                task: Some(t::TaskRef {
+                    protocol: t::TaskProtocol::A2a,
+                    id: "probe-task".into(),
+                }),
+                ..input("completed", "ok".into(), 1_500, None, 0).execution
+            },
+            ..input("completed", "ok".into(), 1_500, Some(window), 0)
+        },
     ]
 }

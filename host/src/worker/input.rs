@@ -57,6 +57,9 @@ impl Context {
                 status: link.status.clone(),
                 result: cut_middle(result, self.config.max_result_bytes),
                 finished_at: link.finished_at.map(Into::into),
+                // lead: the link's protocol task (nomos_link_data), once the
+                // ready link carries it.
+                task: None,
             },
             session: t::Session {
                 id: snapshot.session_id.to_string(),

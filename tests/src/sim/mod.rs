@@ -316,8 +316,14 @@ impl Sim {
             report_next(&self.store, &self.policy, &self.clock, &mut execution).await;
         }
         let text = format!("running, execution {id}");
-        let ids = self.policy.extract_ids(&text).value.unwrap_or_default();
-        let ids: Vec<Uuid> = ids.iter().filter_map(|s| Uuid::parse_str(s).ok()).collect();
+        let links = self.policy.extract_links(&text).value.unwrap_or_default();
+        let ids: Vec<Uuid> = links
+            .iter()
+            .filter_map(|link| match link {
+                nomos_continue::policy::types::LinkRef::Execution(id) => Uuid::parse_str(id).ok(),
+                nomos_continue::policy::types::LinkRef::Task(_) => None,
+            })
+            .collect();
         if self
             .store
             .link(session, &ids, self.clock.now())

@@ -122,7 +122,7 @@ fn every_golden_case_through_the_host(guest: &Guest) -> Result<()> {
     let runtime = PolicyRuntime::unvetted(cached_limits(), &std::fs::read(guest.wasm()?)?)?;
     let info = runtime.describe().value?;
     ensure!(
-        info.name != "nomos-default" && info.contract == "nomos:continuation@0.1.0",
+        info.name != "nomos-default" && info.contract == "nomos:continuation@0.2.0",
         "describe: {info:?}"
     );
     Ok(())

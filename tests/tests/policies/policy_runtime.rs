@@ -18,6 +18,7 @@ use nomos_continue::policy::{
     DEFAULT_FALLBACK_AFTER, POLICY_EXPORT,
 };
 
+mod contracts;
 mod revisions;
 mod signatures;
 mod sources;
@@ -67,6 +68,7 @@ fn input(status: &str) -> t::DecisionInput {
             status: status.into(),
             result: "ssh: connection refused".into(),
             finished_at: Some(at(1_499)),
+            task: None,
         },
         session: t::Session {
             id: "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into(),
@@ -95,6 +97,10 @@ fn assert_continues(decisions: &[t::Decision]) {
     }
 }
 
+fn execution_link(id: &str) -> t::LinkRef {
+    t::LinkRef::Execution(id.into())
+}
+
 fn failure<T: std::fmt::Debug>(value: Result<T, PolicyFailure>) -> PolicyFailure {
     match value {
         Ok(v) => panic!("expected a policy failure, got {v:?}"),
@@ -106,7 +112,7 @@ fn failure<T: std::fmt::Debug>(value: Result<T, PolicyFailure>) -> PolicyFailure
 fn an_infinite_loop_times_out_and_the_next_call_still_works() {
     let runtime = hostile();
     let deadline = runtime.limits().deadline.as_millis();
-    let looped = runtime.extract_ids("loop");
+    let looped = runtime.extract_links("loop");
     assert_eq!(looped.value, Err(PolicyFailure::Timeout(deadline)));
     assert_eq!(
         looped.revision,
@@ -116,8 +122,8 @@ fn an_infinite_loop_times_out_and_the_next_call_still_works() {
     let looped = runtime.decide_batch(&[input("failed"), input("loop")]);
     assert_eq!(looped.value, Err(PolicyFailure::Timeout(deadline)));
 
-    let next = runtime.extract_ids(&format!("running, execution {EXECUTION}"));
-    assert_eq!(next.value, Ok(vec![EXECUTION.to_string()]));
+    let next = runtime.extract_links(&format!("running, execution {EXECUTION}"));
+    assert_eq!(next.value, Ok(vec![execution_link(EXECUTION)]));
     assert_continues(
         &runtime
             .decide_batch(&[input("failed")])
@@ -140,7 +146,7 @@ fn a_memory_bomb_exhausts_its_cap() {
     let runtime = hostile();
     let cap = runtime.limits().max_memory_bytes;
     assert_eq!(
-        runtime.extract_ids("oom").value,
+        runtime.extract_links("oom").value,
         Err(PolicyFailure::MemoryExhausted(cap))
     );
     assert_eq!(
@@ -159,14 +165,14 @@ fn a_memory_bomb_exhausts_its_cap() {
 #[test]
 fn a_panic_is_a_trap() {
     let runtime = hostile();
-    let trapped = failure(runtime.extract_ids("trap").value);
+    let trapped = failure(runtime.extract_links("trap").value);
     assert!(matches!(trapped, PolicyFailure::Trap(_)), "{trapped:?}");
     let trapped = failure(runtime.decide_batch(&[input("trap")]).value);
     match &trapped {
         PolicyFailure::Trap(message) => {
             assert!(
                 message.starts_with(
-                    "wasm trap: wasm `unreachable` instruction executed in nomos:continuation/policy@0.1.0#decide-batch; the policy wrote: "
+                    "wasm trap: wasm `unreachable` instruction executed in nomos:continuation/policy@0.2.0#decide-batch; the policy wrote: "
                 ),
                 "the export first, then what the guest said: {message}"
             );
@@ -186,13 +192,23 @@ fn malformed_answers_are_refused() {
     let cases = [
         (
             "huge",
-            failure(runtime.extract_ids("huge").value),
+            failure(runtime.extract_links("huge").value),
             "10000 ids returned (limit 64)",
         ),
         (
             "bad-id",
-            failure(runtime.extract_ids("bad-id").value),
+            failure(runtime.extract_links("bad-id").value),
             "\"not-a-uuid\" is not a canonical lowercase UUID",
+        ),
+        (
+            "empty-task",
+            failure(runtime.extract_links("empty-task").value),
+            "an empty task id",
+        ),
+        (
+            "long-task",
+            failure(runtime.extract_links("long-task").value),
+            &format!("task id {:?}… of 1025 bytes (limit 1024)", "t".repeat(64)),
         ),
         (
             "empty-note",
@@ -221,10 +237,10 @@ fn the_sandbox_grants_no_environment_files_network_stdin_or_clock() {
     // variables, arguments, file and network flags, stdin bytes and the
     // wall clock, all zero in a sandbox that grants nothing. Under
     // `wasmtime run` the same call reports one argument and today's time.
-    let probed = hostile().extract_ids("probe-env");
+    let probed = hostile().extract_links("probe-env");
     assert_eq!(
         probed.value,
-        Ok(vec!["00000000-0000-4000-8000-000000000000".to_string()])
+        Ok(vec![execution_link("00000000-0000-4000-8000-000000000000")])
     );
 }
 
@@ -293,7 +309,7 @@ fn a_broken_candidate_is_rejected_with_reasons_and_the_active_revision_stays() {
     for export in [
         "describe()",
         "soul()",
-        "extract-execution-ids(probe)",
+        "extract-links(probe)",
         "classify(\"failed\")",
         "decide-batch(probe)",
     ] {
@@ -330,8 +346,8 @@ fn trials_never_count_toward_a_fall_back() {
         assert_eq!(answer.revision, bad);
         assert!(matches!(answer.value, Err(PolicyFailure::Trap(_))));
     }
-    let extracted = runtime.trial_extract_ids(&format!("running, execution {EXECUTION}"));
-    assert_eq!(extracted.value, Ok(vec![EXECUTION.to_owned()]));
+    let extracted = runtime.trial_extract_links(&format!("running, execution {EXECUTION}"));
+    assert_eq!(extracted.value, Ok(vec![execution_link(EXECUTION)]));
     assert_eq!(runtime.active_revision(), bad, "a trial made it fall back");
     assert_eq!(runtime.stats(), before, "a trial was counted");
     // A live call still counts: the trials left the count of faults at 0.

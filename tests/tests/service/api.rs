@@ -12,6 +12,7 @@ mod scopes;
 mod sessions;
 mod shadow;
 mod tasks;
+mod tool_results;
 
 use nomos_continue::api::MAX_POLICY_BYTES;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;

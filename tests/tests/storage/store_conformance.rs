@@ -85,6 +85,8 @@ nomos_continue_tests::on_both_stores! {
     classes::status_classes_round_trip_per_revision => status_classes_round_trip_per_revision,
     classes::saving_a_class_again_keeps_the_first => saving_a_class_again_keeps_the_first,
     classes::an_outcome_outside_the_contract_is_refused => an_outcome_outside_the_contract_is_refused,
+    classes::a_person_class_is_kept_and_read_back => a_person_class_is_kept_and_read_back,
+    classes::a_person_class_outside_the_contract_or_terminal_is_refused => a_person_class_outside_the_contract_or_terminal_is_refused,
     classes::statuses_to_classify_are_those_of_pending_work_without_a_class => statuses_to_classify_are_those_of_pending_work_without_a_class,
 }
 

@@ -269,6 +269,7 @@ async fn each_status_holds_alone_and_the_most_urgent_wins(store: Store) {
         [("failed", "failed"), ("done", "completed")].map(|(status, outcome)| StoredClass {
             status: status.into(),
             outcome: Some(outcome.into()),
+            person: None,
         });
     store
         .save_status_classes("rev", &classes, t - mins(120))

@@ -1,5 +1,5 @@
 //! What a runtime writes to a session: a tool result (whose execution ids
-//! are linked), an approval (the assent window) and a chat turn.
+//! and protocol tasks are linked), an approval (the assent window) and a chat turn.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -13,15 +13,18 @@ use crate::api::error::{extraction_failed, parse_id, parse_json, storable, task_
 use crate::api::idempotency;
 use crate::api::limits::{cap_text, MAX_TURN_BYTES};
 use crate::api::wire::{
-    ApprovalDecision, ApprovalRequest, ApprovalResponse, LinkResponse, LinkedElsewhere,
+    ApprovalDecision, ApprovalRequest, ApprovalResponse, LinkResponse, LinkedElsewhere, LinkedTask,
     ToolResultRequest, TurnRequest, TurnResponse, Window,
 };
 use crate::api::AppState;
+use crate::policy::types::{LinkRef, TaskProtocol};
 use crate::policy::PolicyHandle;
-use crate::store::{Route, MAX_WINDOW};
+use crate::store::{task_execution_id, LinkTask, Route, TaskSource, MAX_WINDOW};
 use crate::telemetry::LinkSpan;
 
-/// Links every execution the tool result names to the session, and wakes
+/// Links every execution and protocol task the tool result names to the
+/// session (a task under its name-based execution id, with the task kept
+/// beside it), and wakes
 /// the worker when something was newly linked: the execution may have
 /// reported already, and then the link is what makes it ready. Idempotent
 /// by nature: linking the same text again links nothing new.
@@ -41,14 +44,12 @@ pub(in crate::api) async fn link_tool_result(
     let ToolResultRequest { text } = parse_json(&state.caps.tool_result.take(body)?)?;
     cap_text("text", &text, state.policy.limits().max_text_bytes)?;
     let evaluated = PolicyHandle::from(&state.policy)
-        .extract_ids(text)
+        .extract_links(text)
         .await
         .map_err(task_failed)?;
-    let ids = evaluated.value.map_err(extraction_failed)?;
-    let ids: Vec<Uuid> = ids
-        .iter()
-        .map(|id| parse_id("execution id", id))
-        .collect::<Result<_, _>>()?;
+    let links = evaluated.value.map_err(extraction_failed)?;
+    let (ids, tasks) = link_ids(&links)?;
+    state.store.keep_tasks(&tasks, state.clock.now()).await?;
     let outcome = state
         .store
         .link(session_id, &ids, state.clock.now())
@@ -68,8 +69,45 @@ pub(in crate::api) async fn link_tool_result(
                 session_id,
             })
             .collect(),
+        tasks: tasks
+            .into_iter()
+            .map(|(execution_id, task)| LinkedTask {
+                execution_id,
+                protocol: task.source.as_str().to_owned(),
+                task_id: task.task_id,
+            })
+            .collect(),
         policy_revision: evaluated.revision.0,
     }))
+}
+
+/// The execution ids to link, in the policy's order (duplicates out), and
+/// the tasks among them: an execution as named, a task under
+/// [`task_execution_id`].
+fn link_ids(links: &[LinkRef]) -> Result<(Vec<Uuid>, Vec<(Uuid, LinkTask)>), ApiError> {
+    let mut ids = Vec::with_capacity(links.len());
+    let mut tasks = Vec::new();
+    for link in links {
+        let id = match link {
+            LinkRef::Execution(id) => parse_id("execution id", id)?,
+            LinkRef::Task(task) => {
+                let source = match task.protocol {
+                    TaskProtocol::Mcp => TaskSource::Mcp,
+                    TaskProtocol::A2a => TaskSource::A2a,
+                };
+                let id = task_execution_id(source, &task.id);
+                if !tasks.iter().any(|(known, _)| *known == id) {
+                    let task_id = task.id.clone();
+                    tasks.push((id, LinkTask { source, task_id }));
+                }
+                id
+            }
+        };
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    Ok((ids, tasks))
 }
 
 /// Approve by any route opens or extends the window; deny closes it.

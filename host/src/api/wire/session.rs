@@ -297,6 +297,20 @@ pub struct LinkedElsewhere {
     pub session_id: Uuid,
 }
 
+/// A protocol task a tool result named, and the execution id it is linked
+/// under (a name-based UUID over the protocol and the task id).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LinkedTask {
+    /// The execution id the task is linked under; also listed in `linked`,
+    /// `already_linked` or `linked_elsewhere`.
+    pub execution_id: Uuid,
+    /// `mcp` or `a2a`.
+    #[schema(example = "mcp")]
+    pub protocol: String,
+    /// The task's id, as the protocol gave it.
+    pub task_id: String,
+}
+
 /// What a tool result linked.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LinkResponse {
@@ -306,6 +320,8 @@ pub struct LinkResponse {
     pub already_linked: Vec<Uuid>,
     /// Executions linked to another session, left there.
     pub linked_elsewhere: Vec<LinkedElsewhere>,
+    /// The protocol tasks the text named, each with its execution id.
+    pub tasks: Vec<LinkedTask>,
     /// The policy revision (SHA-256 of its component) that read the text.
     pub policy_revision: String,
 }

@@ -26,6 +26,10 @@ pub struct StoredClass {
     /// outcome's word (`completed`, `failed` or `cancelled`, which the
     /// table's check constraint holds it to).
     pub outcome: Option<String>,
+    /// Not terminal, waiting for a person: what for (`input` or
+    /// `authorization`, held to those by the table, and never with an
+    /// outcome). Migration 031.
+    pub person: Option<String>,
 }
 
 impl StoredClass {
@@ -48,7 +52,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT status, outcome FROM nomos_status_classes \
+            "SELECT status, outcome, person FROM nomos_status_classes \
              WHERE revision = $1 AND status {} ORDER BY status",
             self.backend().in_ids("$2")
         );
@@ -62,6 +66,7 @@ impl Store {
                 Ok(StoredClass {
                     status: r.text("status")?,
                     outcome: r.opt_text("outcome")?,
+                    person: r.opt_text("person")?,
                 })
             })
             .collect()
@@ -71,7 +76,8 @@ impl Store {
     /// writer wins: a class already stored is kept (a revision answers the
     /// same every time, so two replicas racing write the same value).
     /// Returns how many rows were new. An outcome outside the policy's
-    /// three words is refused by the table, as a database error.
+    /// three words, a person's need outside its two, or both on one class,
+    /// are refused by the table, as a database error.
     pub async fn save_status_classes(
         &self,
         revision: &str,
@@ -81,16 +87,16 @@ impl Store {
         let now = trunc(now);
         let mut written = 0;
         for chunk in classes.chunks(SAVE_CHUNK) {
-            // `$1` the revision, `$2` the time, then three per row.
+            // `$1` the revision, `$2` the time, then four per row.
             let rows: Vec<String> = (0..chunk.len())
                 .map(|i| {
-                    let n = 3 + 3 * i;
-                    format!("($1, ${n}, ${}, ${}, $2)", n + 1, n + 2)
+                    let n = 3 + 4 * i;
+                    format!("($1, ${n}, ${}, ${}, ${}, $2)", n + 1, n + 2, n + 3)
                 })
                 .collect();
             let sql = format!(
                 "INSERT INTO nomos_status_classes \
-                 (revision, status, terminal, outcome, classified_at) VALUES {} \
+                 (revision, status, terminal, outcome, person, classified_at) VALUES {} \
                  ON CONFLICT (revision, status) DO NOTHING",
                 rows.join(", ")
             );
@@ -99,7 +105,8 @@ impl Store {
                 insert = insert
                     .bind(class.status.as_str())
                     .bind(class.is_terminal())
-                    .bind(class.outcome.as_deref());
+                    .bind(class.outcome.as_deref())
+                    .bind(class.person.as_deref());
             }
             written += insert.execute(self).await?;
         }

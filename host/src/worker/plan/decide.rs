@@ -160,6 +160,7 @@ mod tests {
                 status: String::new(),
                 result: "x".repeat(bytes),
                 finished_at: None,
+                task: None,
             },
             session: t::Session {
                 id: "3f2504e0-4f89-11d3-9a0c-0305e82c3302".into(),

@@ -58,7 +58,8 @@ impl Planner {
                         .or_default()
                         .push((link, *outcome));
                 }
-                Class::Running => {
+                // lead: person state (waits like a running one for now)
+                Class::Running | Class::AwaitingPerson(_) => {
                     report.waiting += 1;
                     park.push(link.execution_id);
                     parked_on.push(link.status.clone());

@@ -14,8 +14,8 @@ mod component {
     struct Broken;
 
     impl Guest for Broken {
-        fn extract_execution_ids(_text: String) -> Vec<String> {
-            panic!("broken: extract-execution-ids")
+        fn extract_links(_text: String) -> Vec<w::LinkRef> {
+            panic!("broken: extract-links")
         }
         fn classify(_status: String) -> w::StatusClass {
             panic!("broken: classify")

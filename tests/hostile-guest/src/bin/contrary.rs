@@ -27,23 +27,12 @@ mod component {
     struct Contrary;
 
     impl Guest for Contrary {
-        fn extract_execution_ids(text: String) -> Vec<String> {
-            policy::extract::extract_execution_ids(&text)
+        fn extract_links(text: String) -> Vec<w::LinkRef> {
+            links(policy::links::extract_links(&text))
         }
 
         fn classify(status: String) -> w::StatusClass {
-            match policy::classify::classify(&status) {
-                t::StatusClass::NonTerminal => w::StatusClass::NonTerminal,
-                t::StatusClass::Terminal(t::Outcome::Completed) => {
-                    w::StatusClass::Terminal(w::Outcome::Completed)
-                }
-                t::StatusClass::Terminal(t::Outcome::Failed) => {
-                    w::StatusClass::Terminal(w::Outcome::Failed)
-                }
-                t::StatusClass::Terminal(t::Outcome::Cancelled) => {
-                    w::StatusClass::Terminal(w::Outcome::Cancelled)
-                }
-            }
+            status_class(policy::classify::classify(&status))
         }
 
         fn decide(input: w::DecisionInput) -> w::Decision {
@@ -75,9 +64,8 @@ mod component {
             panic!("contrary: trap requested");
         }
         match policy::decide::decide(&decision_input(input)) {
-            t::Decision::Wait => w::Decision::Wait,
             t::Decision::Continue { .. } => w::Decision::Drop(CONTRARY.into()),
-            t::Decision::Drop { reason } => w::Decision::Drop(reason),
+            other => decision(other),
         }
     }
 
@@ -90,39 +78,8 @@ mod component {
         }
     }
 
-    fn timestamp(ts: w::Timestamp) -> t::Timestamp {
-        t::Timestamp {
-            seconds: ts.seconds,
-            nanoseconds: ts.nanoseconds,
-        }
-    }
-
-    fn decision_input(i: w::DecisionInput) -> t::DecisionInput {
-        t::DecisionInput {
-            now: timestamp(i.now),
-            execution: t::Execution {
-                id: i.execution.id,
-                status: i.execution.status,
-                result: i.execution.result,
-                finished_at: i.execution.finished_at.map(timestamp),
-            },
-            session: t::Session {
-                id: i.session.id,
-                window: i.session.window.map(|win| t::Window {
-                    opened_at: timestamp(win.opened_at),
-                    expires_at: timestamp(win.expires_at),
-                    route: match win.route {
-                        w::ApprovalRoute::Button => t::ApprovalRoute::Button,
-                        w::ApprovalRoute::Chat => t::ApprovalRoute::Chat,
-                        w::ApprovalRoute::Api => t::ApprovalRoute::Api,
-                    },
-                }),
-                continuations_in_window: i.session.continuations_in_window,
-                still_running: i.session.still_running,
-            },
-            attempts: i.attempts,
-        }
-    }
+    include!("../../../../guest/src/convert/shared.rs");
+    include!("../../../../guest/src/convert/current.rs");
 
     export!(Contrary);
 }

@@ -3,11 +3,13 @@
 //! activated) and then fails at call time in every way the host must survive.
 //!
 //! Triggers:
-//! - `extract-execution-ids`: `"loop"` spins forever, `"oom"` grows memory
+//! - `extract-links`: `"loop"` spins forever, `"oom"` grows memory
 //!   without bound, `"trap"` panics, `"huge"` returns 10,000 ids, `"bad-id"`
-//!   returns a non-UUID, `"probe-env"` reports what WASI granted it (see
-//!   `probe_env`), `"probe-random"` reports what it read as random (see
-//!   `probe_random`), `"alloc-96mib"` takes 96 MiB and answers no ids.
+//!   returns a non-UUID, `"empty-task"` and `"long-task"` return an MCP
+//!   task whose id is empty or 1025 bytes long, `"probe-env"` reports what
+//!   WASI granted it (see `probe_env`), `"probe-random"` reports what it
+//!   read as random (see `probe_random`), `"alloc-96mib"` takes 96 MiB and
+//!   answers no ids.
 //! - `decide`/`decide-batch`, by `execution.status`: `"empty-note"`,
 //!   `"huge-note"` (one byte over the host's 64 KiB cap), `"loop"`, `"oom"`,
 //!   `"trap"`.
@@ -31,8 +33,14 @@ mod component {
     struct Hostile;
 
     impl Guest for Hostile {
-        fn extract_execution_ids(text: String) -> Vec<String> {
-            match text.as_str() {
+        fn extract_links(text: String) -> Vec<w::LinkRef> {
+            let task = |id: String| {
+                let protocol = w::TaskProtocol::Mcp;
+                vec![w::LinkRef::Task(w::TaskRef { protocol, id })]
+            };
+            let ids = match text.as_str() {
+                "empty-task" => return task(String::new()),
+                "long-task" => return task("t".repeat(1025)),
                 "loop" => spin(),
                 "oom" => exhaust_memory(),
                 "trap" => panic!("hostile: trap requested"),
@@ -52,8 +60,9 @@ mod component {
                     std::hint::black_box(&grown);
                     Vec::new()
                 }
-                _ => policy::extract::extract_execution_ids(&text),
-            }
+                _ => return links(policy::links::extract_links(&text)),
+            };
+            ids.into_iter().map(w::LinkRef::Execution).collect()
         }
 
         fn classify(status: String) -> w::StatusClass {
@@ -63,18 +72,7 @@ mod component {
                 "classify-trap" => panic!("hostile: classify trap requested"),
                 _ => {}
             }
-            match policy::classify::classify(&status) {
-                t::StatusClass::NonTerminal => w::StatusClass::NonTerminal,
-                t::StatusClass::Terminal(t::Outcome::Completed) => {
-                    w::StatusClass::Terminal(w::Outcome::Completed)
-                }
-                t::StatusClass::Terminal(t::Outcome::Failed) => {
-                    w::StatusClass::Terminal(w::Outcome::Failed)
-                }
-                t::StatusClass::Terminal(t::Outcome::Cancelled) => {
-                    w::StatusClass::Terminal(w::Outcome::Cancelled)
-                }
-            }
+            status_class(policy::classify::classify(&status))
         }
 
         fn decide(input: w::DecisionInput) -> w::Decision {
@@ -105,11 +103,7 @@ mod component {
             "loop" => spin(),
             "oom" => exhaust_memory(),
             "trap" => panic!("hostile: trap requested"),
-            _ => match policy::decide::decide(&decision_input(input)) {
-                t::Decision::Wait => w::Decision::Wait,
-                t::Decision::Continue { note } => w::Decision::Continue(note),
-                t::Decision::Drop { reason } => w::Decision::Drop(reason),
-            },
+            _ => decision(policy::decide::decide(&decision_input(input))),
         }
     }
 
@@ -179,39 +173,8 @@ mod component {
         )
     }
 
-    fn timestamp(ts: w::Timestamp) -> t::Timestamp {
-        t::Timestamp {
-            seconds: ts.seconds,
-            nanoseconds: ts.nanoseconds,
-        }
-    }
-
-    fn decision_input(i: w::DecisionInput) -> t::DecisionInput {
-        t::DecisionInput {
-            now: timestamp(i.now),
-            execution: t::Execution {
-                id: i.execution.id,
-                status: i.execution.status,
-                result: i.execution.result,
-                finished_at: i.execution.finished_at.map(timestamp),
-            },
-            session: t::Session {
-                id: i.session.id,
-                window: i.session.window.map(|win| t::Window {
-                    opened_at: timestamp(win.opened_at),
-                    expires_at: timestamp(win.expires_at),
-                    route: match win.route {
-                        w::ApprovalRoute::Button => t::ApprovalRoute::Button,
-                        w::ApprovalRoute::Chat => t::ApprovalRoute::Chat,
-                        w::ApprovalRoute::Api => t::ApprovalRoute::Api,
-                    },
-                }),
-                continuations_in_window: i.session.continuations_in_window,
-                still_running: i.session.still_running,
-            },
-            attempts: i.attempts,
-        }
-    }
+    include!("../../../../guest/src/convert/shared.rs");
+    include!("../../../../guest/src/convert/current.rs");
 
     export!(Hostile);
 }

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use nomos_continue::classes::{Class, StatusClasses};
 use nomos_continue::deploy::PolicyDeployment;
-use nomos_continue::policy::{Limits, PolicyRuntime};
+use nomos_continue::policy::types::PersonNeed;
+use nomos_continue::policy::{Limits, PolicyHandle, PolicyRuntime};
 use nomos_continue::store::{Store, StoredClass};
 use nomos_continue::worker::{PlanReport, Worker, WorkerConfig};
 use uuid::Uuid;
@@ -13,6 +15,7 @@ use super::Rig;
 
 nomos_continue_tests::on_both_stores!(
     a_status_is_classified_once_across_passes_and_workers,
+    a_person_state_is_kept_and_read_back_as_one,
     a_swap_reclassifies_pending_statuses_under_the_new_revision,
 );
 
@@ -31,6 +34,54 @@ fn worker_on(rig: &Rig, runtime: &Arc<PolicyRuntime>) -> Worker {
 
 fn statuses(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
+}
+
+/// A status the policy says waits for a person (contract 0.2.0) is kept
+/// as such (migration 030) and read back by another replica's classes
+/// without asking the policy again; it is not terminal.
+async fn a_person_state_is_kept_and_read_back_as_one(store: Store) {
+    let rig = Rig::new(store);
+    let runtime = own_runtime();
+    let classes = || {
+        StatusClasses::new(
+            rig.store.clone(),
+            PolicyHandle::from(&runtime),
+            rig.clock.clone(),
+        )
+    };
+    let input = Class::AwaitingPerson(PersonNeed::Input);
+    let class = classes().class("input-required").await.expect("class");
+    assert_eq!(class, input);
+    assert!(!class.is_terminal());
+    assert_eq!(class.awaiting_person(), Some(PersonNeed::Input));
+    let asked = runtime.stats().evaluations;
+    let auth = classes()
+        .classes(statuses(&["input-required", "TASK_STATE_AUTH_REQUIRED"]))
+        .await
+        .expect("classes");
+    assert_eq!(auth.get("input-required"), Some(&input));
+    assert_eq!(
+        auth.get("TASK_STATE_AUTH_REQUIRED"),
+        Some(&Class::AwaitingPerson(PersonNeed::Authorization))
+    );
+    assert_eq!(
+        runtime.stats().evaluations,
+        asked + 1,
+        "only the new status was asked about"
+    );
+    let kept = rig
+        .store
+        .status_classes(&runtime.active_revision().0, &statuses(&["input-required"]))
+        .await
+        .expect("kept");
+    assert_eq!(
+        kept,
+        [StoredClass {
+            status: "input-required".into(),
+            outcome: None,
+            person: Some("input".into()),
+        }]
+    );
 }
 
 /// Item 6 of issue 11: the plan pass asks the policy about a status the
@@ -71,6 +122,7 @@ async fn a_status_is_classified_once_across_passes_and_workers(store: Store) {
     let running = |status: &str| StoredClass {
         status: status.into(),
         outcome: None,
+        person: None,
     };
     assert_eq!(kept, [running("queued"), running("running")]);
 
@@ -120,6 +172,7 @@ async fn a_swap_reclassifies_pending_statuses_under_the_new_revision(store: Stor
     let failed = StoredClass {
         status: "trap".into(),
         outcome: Some("failed".into()),
+        person: None,
     };
     assert_eq!(kept, [failed], "classified when the revision became active");
     let old = rig

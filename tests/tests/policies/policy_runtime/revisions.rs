@@ -92,7 +92,7 @@ fn every_sandbox_reads_the_same_randomness() {
     // whose keys come from WASI randomness, and reports the hash as an id.
     let probe = |runtime: &PolicyRuntime| {
         runtime
-            .extract_ids("probe-random")
+            .extract_links("probe-random")
             .value
             .expect("the probe answers")
     };
@@ -112,7 +112,7 @@ fn a_policy_that_needs_more_memory_runs_when_the_limits_allow_it() {
     let small = PolicyRuntime::with_policy(Limits::default(), &hostile_bytes())
         .expect("the hostile policy passes vetting");
     assert!(matches!(
-        small.extract_ids("alloc-96mib").value,
+        small.extract_links("alloc-96mib").value,
         Err(PolicyFailure::MemoryExhausted(_))
     ));
     let large = Limits {
@@ -121,7 +121,7 @@ fn a_policy_that_needs_more_memory_runs_when_the_limits_allow_it() {
     };
     let large = PolicyRuntime::with_policy(large, &hostile_bytes())
         .expect("the hostile policy passes vetting");
-    assert_eq!(large.extract_ids("alloc-96mib").value, Ok(Vec::new()));
+    assert_eq!(large.extract_links("alloc-96mib").value, Ok(Vec::new()));
     assert!(large.decide_batch(&[input("failed")]).value.is_ok());
 }
 

@@ -1,4 +1,5 @@
-//! The classes each policy revision gave each status (migration 018).
+//! The classes each policy revision gave each status (migration 018), and
+//! what a status waiting for a person waits for (migration 030).
 
 use nomos_continue::store::{Store, StoredClass};
 use uuid::Uuid;
@@ -9,6 +10,14 @@ fn class(status: &str, outcome: Option<&str>) -> StoredClass {
     StoredClass {
         status: status.into(),
         outcome: outcome.map(Into::into),
+        person: None,
+    }
+}
+
+fn person(status: &str, need: &str) -> StoredClass {
+    StoredClass {
+        person: Some(need.into()),
+        ..class(status, None)
     }
 }
 
@@ -74,6 +83,51 @@ pub async fn saving_a_class_again_keeps_the_first(store: Store) {
 pub async fn an_outcome_outside_the_contract_is_refused(store: Store) {
     let bad = [class("done", Some("finished"))];
     assert!(store.save_status_classes("rev", &bad, t0()).await.is_err());
+}
+
+pub async fn a_person_class_is_kept_and_read_back(store: Store) {
+    let saved = [
+        person("input-required", "input"),
+        person("TASK_STATE_AUTH_REQUIRED", "authorization"),
+        class("working", None),
+    ];
+    assert_eq!(
+        store
+            .save_status_classes("rev", &saved, t0())
+            .await
+            .unwrap(),
+        3
+    );
+    let read = store
+        .status_classes(
+            "rev",
+            &texts(&["input-required", "working", "TASK_STATE_AUTH_REQUIRED"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(read, [saved[1].clone(), saved[0].clone(), saved[2].clone()]);
+    assert!(read.iter().all(|c| !c.is_terminal()));
+}
+
+pub async fn a_person_class_outside_the_contract_or_terminal_is_refused(store: Store) {
+    let unknown = [person("input-required", "approval")];
+    assert!(store
+        .save_status_classes("rev", &unknown, t0())
+        .await
+        .is_err());
+    let terminal = [StoredClass {
+        person: Some("input".into()),
+        ..class("done", Some("completed"))
+    }];
+    assert!(store
+        .save_status_classes("rev", &terminal, t0())
+        .await
+        .is_err());
+    assert!(store
+        .status_classes("rev", &texts(&["input-required", "done"]))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 pub async fn statuses_to_classify_are_those_of_pending_work_without_a_class(store: Store) {

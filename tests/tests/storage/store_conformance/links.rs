@@ -116,10 +116,12 @@ pub async fn links_classified_running_are_not_polled(store: Store) {
         StoredClass {
             status: "running".into(),
             outcome: None,
+            person: None,
         },
         StoredClass {
             status: "failed".into(),
             outcome: Some("failed".into()),
+            person: None,
         },
     ];
     store
