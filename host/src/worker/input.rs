@@ -84,7 +84,7 @@ impl Context {
 
 /// Keeps the head and tail of `text` within `limit` bytes; a text within
 /// the limit is moved, not copied.
-fn cut_middle(text: String, limit: usize) -> String {
+pub(crate) fn cut_middle(text: String, limit: usize) -> String {
     if text.len() <= limit {
         return text;
     }

@@ -4,7 +4,8 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;
 
-use crate::store::{Delivery, Window};
+use crate::policy::types::PersonNeed;
+use crate::store::{Delivery, LinkTask, TaskSource, Window};
 
 /// "execution a" or "executions a, b".
 fn executions(ids: &[Uuid]) -> String {
@@ -26,6 +27,45 @@ pub(crate) fn not_continued(ids: &[Uuid], reason: &str) -> String {
     format!(
         "nomos-continue did not re-invoke the agent for {}: {reason}",
         executions(ids)
+    )
+}
+
+/// An execution waiting for a person (a protocol task's `input_required`
+/// or `auth_required`): what it waits for, what it asked, and that it is
+/// not continued meanwhile. `task` names the protocol's own task, when the
+/// execution stands for one; `asks` is its last status message, already
+/// cut to a notice's length.
+pub(crate) fn awaiting_person(
+    id: Uuid,
+    task: Option<&LinkTask>,
+    status: &str,
+    need: PersonNeed,
+    asks: &str,
+) -> String {
+    let what = match task {
+        Some(t) => format!(
+            "the {} task {:?} (execution {id})",
+            match t.source {
+                TaskSource::Mcp => "MCP",
+                TaskSource::A2a => "A2A",
+            },
+            t.task_id
+        ),
+        None => format!("execution {id}"),
+    };
+    let need = match need {
+        PersonNeed::Input => "input from a person",
+        PersonNeed::Authorization => "a person to authorize it",
+    };
+    let asks = if asks.trim().is_empty() {
+        "it said nothing more".to_string()
+    } else {
+        format!("it asks: {}", asks.trim())
+    };
+    format!(
+        "{what} is waiting for {need} (status {status:?}); {asks}. nomos-continue does not \
+         re-invoke the agent for it while it waits: answer the task where it runs, and its \
+         next state is taken up as usual."
     )
 }
 

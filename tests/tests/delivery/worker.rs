@@ -9,6 +9,7 @@ mod classes;
 mod fold;
 mod group;
 mod journal;
+mod person;
 mod promises;
 mod races;
 mod served;

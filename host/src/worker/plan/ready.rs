@@ -10,7 +10,9 @@ use uuid::Uuid;
 use super::Planner;
 use super::{idempotency_key, PlanReport};
 use crate::classes::Class;
-use crate::policy::types as t;
+use crate::policy::types::{self as t, PersonNeed};
+use crate::worker::input::cut_middle;
+use crate::worker::notices;
 use crate::store::{NoticeAbout, Poll, ReadyLink};
 use crate::worker::WorkerError;
 
@@ -20,6 +22,10 @@ use crate::worker::WorkerError;
 /// so this bounds finished work per pass, and running executions cannot
 /// starve what finished behind them.
 const MAX_PAGES: usize = 20;
+
+/// How much of what a task waiting for a person asks is quoted in the
+/// notice: enough for a question, not a whole transcript.
+const MAX_ASKS_BYTES: usize = 1000;
 
 /// A pass's finished links, by session, with how each ended.
 pub(super) type BySession<'a> = BTreeMap<Uuid, Vec<(&'a ReadyLink, t::Outcome)>>;
@@ -42,6 +48,7 @@ impl Planner {
         let mut budget = self.config.pass_result_bytes;
         let mut decided = 0usize;
         let (mut park, mut parked_on) = (Vec::new(), Vec::new());
+        let mut awaiting = Vec::new();
         for link in ready {
             match classes.get(&link.status).unwrap_or(&Class::Deferred) {
                 Class::Terminal(outcome) => {
@@ -64,6 +71,14 @@ impl Planner {
                     park.push(link.execution_id);
                     parked_on.push(link.status.clone());
                 }
+                // A person's state is never continued: it is told to the
+                // operator once and waits, parked, for the next state.
+                Class::AwaitingPerson(need) => {
+                    report.waiting += 1;
+                    awaiting.push((link, *need));
+                    park.push(link.execution_id);
+                    parked_on.push(link.status.clone());
+                }
                 Class::Deferred => report.deferred += 1,
                 Class::Unclassifiable(error) => {
                     report.waiting += 1;
@@ -73,6 +88,7 @@ impl Planner {
                 }
             }
         }
+        self.tell_awaiting_person(&awaiting, now).await?;
         // What waits for a new status is not read again until one comes
         // (or the next sweep).
         self.store.park_links(&park, &parked_on).await?;
@@ -101,6 +117,49 @@ impl Planner {
             }
         }
         Ok(ready)
+    }
+
+    /// Tells the operator about each execution waiting for a person, once per
+    /// execution, status and question: the key covers the status and the
+    /// message, so a duplicated report (a push sent twice, a sweep reading
+    /// the parked link again) writes nothing, and a new question is told.
+    async fn tell_awaiting_person(
+        &self,
+        awaiting: &[(&ReadyLink, PersonNeed)],
+        now: DateTime<Utc>,
+    ) -> Result<(), WorkerError> {
+        if awaiting.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<Uuid> = awaiting.iter().map(|(l, _)| l.execution_id).collect();
+        let mut asks: HashMap<Uuid, String> = self
+            .store
+            .executions(&ids)
+            .await?
+            .into_iter()
+            .map(|e| (e.id, e.result))
+            .collect();
+        let tasks = self.store.link_tasks(&ids).await?;
+        let revision = self.policy.runtime().active_revision().0;
+        for (link, need) in awaiting {
+            let id = link.execution_id;
+            let asked = cut_middle(asks.remove(&id).unwrap_or_default(), MAX_ASKS_BYTES);
+            let key = idempotency_key(
+                "p",
+                link.session_id,
+                &[id],
+                &format!("{}\n{asked}", link.status),
+            );
+            let message =
+                notices::awaiting_person(id, tasks.get(&id), &link.status, *need, &asked);
+            let about = NoticeAbout {
+                session_id: link.session_id,
+                execution_ids: &[id],
+                policy_revision: &revision,
+            };
+            self.store.record_notice(about, &key, &message, now).await?;
+        }
+        Ok(())
     }
 
     /// Tells the operator, once per execution and status, that the policy
