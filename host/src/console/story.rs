@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::format::{at, plain, short, Output};
 use crate::store::{Delivery, DeliveryState, LateReport, Link, LoggedDecision, Settlement, Shown};
-use crate::store::{Execution, Window};
+use crate::store::{Execution, TaskSource, Window};
 
 /// A button that calls the API, shown to the admin token only.
 pub(super) struct Action {
@@ -80,6 +80,9 @@ pub(super) struct Group {
     pub(super) state: String,
     pub(super) state_class: &'static str,
     pub(super) linked: String,
+    /// The protocol task the execution stands for, as the runtime knows it
+    /// (`A2A task "…"`), or empty.
+    pub(super) task: String,
     pub(super) open: bool,
     pub(super) events: Vec<Event>,
 }
@@ -275,11 +278,18 @@ pub(super) fn groups(read: Read<'_>, admin: bool) -> Vec<Group> {
         .iter()
         .map(|link| {
             let id = link.execution_id;
-            let mut events = vec![Event::new(
-                link.created_at,
-                "linked",
-                "linked from a tool result".into(),
-            )];
+            let task = link.task.as_ref().map_or_else(String::new, |t| {
+                let protocol = match t.source {
+                    TaskSource::Mcp => "MCP",
+                    TaskSource::A2a => "A2A",
+                };
+                format!("{protocol} task {:?}", plain(&t.task_id))
+            });
+            let linked_from = match task.as_str() {
+                "" => "linked from a tool result".to_string(),
+                task => format!("linked from a tool result: the {task}"),
+            };
+            let mut events = vec![Event::new(link.created_at, "linked", linked_from)];
             let execution = executions.iter().find(|x| x.row.id == id);
             if let Some(x) = execution {
                 let (step, when) = match x.row.finished_at {
@@ -339,6 +349,7 @@ pub(super) fn groups(read: Read<'_>, admin: bool) -> Vec<Group> {
                 state,
                 state_class,
                 linked: at(link.created_at),
+                task,
                 open: few || matches!(state_class, "failed" | "dropped"),
                 events,
             }

@@ -9,7 +9,10 @@ use sqlx::Row as _;
 use uuid::Uuid;
 
 use super::dialect::{from_micros, Row};
-use super::types::{Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window};
+use super::types::{
+    Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window,
+};
+use super::LinkTask;
 use super::{Result, StoreError};
 
 /// Column access with the backend's representation already undone.
@@ -188,6 +191,10 @@ pub(crate) fn link<R: RowExt>(r: &R) -> Result<Link> {
         outcome: r.opt_parsed("outcome")?,
         reason: r.opt_text("reason")?,
         execution_status: r.opt_text("execution_status")?,
+        task: match (r.opt_parsed("task_source")?, r.opt_text("task_id")?) {
+            (Some(source), Some(task_id)) => Some(LinkTask { source, task_id }),
+            _ => None,
+        },
     })
 }
 

@@ -108,7 +108,7 @@ impl Store {
 }
 
 /// The protocol task an execution id stands for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LinkTask {
     /// The protocol the task belongs to.
     pub source: TaskSource,

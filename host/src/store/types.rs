@@ -310,6 +310,8 @@ pub struct Link {
     pub reason: Option<String>,
     /// `executions.status`, if the execution has reported yet.
     pub execution_status: Option<String>,
+    /// The protocol task the execution id stands for, if it stands for one.
+    pub task: Option<super::LinkTask>,
 }
 
 #[cfg(feature = "test-support")]

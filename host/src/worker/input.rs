@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::context::Context;
 use crate::policy::types as t;
-use crate::store::{self, ReadyLink, SessionSnapshot};
+use crate::store::{self, LinkTask, ReadyLink, SessionSnapshot, TaskSource};
 
 impl From<store::Route> for t::ApprovalRoute {
     fn from(route: store::Route) -> Self {
@@ -36,13 +36,15 @@ impl From<&store::Window> for t::Window {
 impl Context {
     /// The policy's input for one link of a session; `still_running` is the
     /// session's (see [`still_running`]), of which the link itself is left
-    /// out.
+    /// out; `task` is the protocol task the link stands for, if any, so the
+    /// note can name it as the runtime knows it.
     pub(super) fn decision_input(
         &self,
         link: &ReadyLink,
         result: String,
         snapshot: &SessionSnapshot,
         still_running: &[Uuid],
+        task: Option<&LinkTask>,
         now: DateTime<Utc>,
     ) -> t::DecisionInput {
         // The host's "now" is never before the window's opening: the window
@@ -57,9 +59,13 @@ impl Context {
                 status: link.status.clone(),
                 result: cut_middle(result, self.config.max_result_bytes),
                 finished_at: link.finished_at.map(Into::into),
-                // lead: the link's protocol task (nomos_link_data), once the
-                // ready link carries it.
-                task: None,
+                task: task.map(|task| t::TaskRef {
+                    protocol: match task.source {
+                        TaskSource::Mcp => t::TaskProtocol::Mcp,
+                        TaskSource::A2a => t::TaskProtocol::A2a,
+                    },
+                    id: task.task_id.clone(),
+                }),
             },
             session: t::Session {
                 id: snapshot.session_id.to_string(),

@@ -216,6 +216,19 @@ pub struct Link {
     pub settled_at: Option<DateTime<Utc>>,
     /// Why it was dropped or failed, or `null`.
     pub reason: Option<String>,
+    /// The protocol task the execution id stands for (MCP Tasks, A2A), or
+    /// `null` for an execution the runtime named by its own id.
+    pub task: Option<TaskOfLink>,
+}
+
+/// The protocol task a link stands for, by the id the protocol gave it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskOfLink {
+    /// `mcp` or `a2a`.
+    #[schema(example = "a2a")]
+    pub protocol: String,
+    /// The task's id, verbatim.
+    pub task_id: String,
 }
 
 impl From<store::Link> for Link {
@@ -228,6 +241,10 @@ impl From<store::Link> for Link {
             outcome: link.outcome.map(Into::into),
             settled_at: link.continued_at,
             reason: link.reason,
+            task: link.task.map(|t| TaskOfLink {
+                protocol: t.source.as_str().to_owned(),
+                task_id: t.task_id,
+            }),
         }
     }
 }

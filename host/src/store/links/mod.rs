@@ -28,12 +28,17 @@ macro_rules! link_outcome {
 }
 pub(crate) use link_outcome;
 
-/// Link columns joined with the execution's status (alias `l` / `e`).
+/// Link columns joined with the execution's status and the task the link
+/// stands for (alias `l` / `e` / `d`; see [`LINK_JOINS`]).
 pub(crate) const LINK_COLS: &str = concat!(
     "l.execution_id, l.session_id, l.created_at, l.continued_at, l.delivery_id, ",
     link_outcome!(),
-    " AS outcome, l.reason, e.status AS execution_status"
+    " AS outcome, l.reason, e.status AS execution_status, d.task_source, d.task_id"
 );
+
+/// The joins [`LINK_COLS`] reads from, after `FROM nomos_plan_executions l`.
+pub(crate) const LINK_JOINS: &str = "LEFT JOIN executions e ON e.id = l.execution_id \
+     LEFT JOIN nomos_link_data d ON d.execution_id = l.execution_id";
 
 /// Pending-links query columns (alias `l` / `e`), with the fallbacks for a
 /// runtime's own `executions` relation (see [`Store::poll_links`]).
@@ -262,8 +267,7 @@ impl Store {
     /// ("still running") and for the API.
     pub async fn pending_links_for_session(&self, session_id: Uuid) -> Result<Vec<Link>> {
         let sql = format!(
-            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-             LEFT JOIN executions e ON e.id = l.execution_id \
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
              WHERE l.session_id = $1 AND l.continued_at IS NULL \
              ORDER BY l.created_at, l.execution_id"
         );
@@ -312,8 +316,7 @@ impl Store {
             .map(|r| decode::window(r).map(|w| (w.session_id, w)))
             .collect::<Result<_>>()?;
         let sql = format!(
-            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-             LEFT JOIN executions e ON e.id = l.execution_id \
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
              WHERE l.session_id {} AND l.continued_at IS NULL \
              ORDER BY l.session_id, l.created_at, l.execution_id",
             backend.in_ids("$1")

@@ -27,7 +27,7 @@ use crate::store::chat::history::{notice, SessionNotice, NOTICE_COLS};
 use crate::store::decode::{self, RowExt};
 use crate::store::deliveries::delivery_cols;
 use crate::store::dialect::{from_micros, query, Row};
-use crate::store::links::LINK_COLS;
+use crate::store::links::{LINK_COLS, LINK_JOINS};
 #[cfg(feature = "test-support")]
 use crate::store::types::Window;
 use crate::store::types::{Delivery, DeliveryKind, Link};
@@ -291,8 +291,7 @@ impl Store {
             ""
         };
         let sql = format!(
-            "SELECT {LINK_COLS} FROM nomos_plan_executions l \
-             LEFT JOIN executions e ON e.id = l.execution_id \
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
              WHERE l.session_id = $1 {keyset} \
              ORDER BY l.created_at, l.execution_id LIMIT $2"
         );

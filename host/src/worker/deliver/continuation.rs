@@ -138,6 +138,7 @@ impl Deliverer {
         // As before: only the links whose execution has not reported count
         // as running here.
         let running = still_running(&snapshot, |_| true);
+        let tasks = self.store.link_tasks(&delivery.execution_ids).await?;
         let inputs: Vec<t::DecisionInput> = loaded
             .into_iter()
             .map(|e| {
@@ -150,7 +151,9 @@ impl Deliverer {
                     updated_at: e.updated_at,
                     finished_at: e.finished_at,
                 };
-                let mut input = self.decision_input(&link, e.result, &snapshot, &running, now);
+                let task = tasks.get(&link.execution_id);
+                let mut input =
+                    self.decision_input(&link, e.result, &snapshot, &running, task, now);
                 input.attempts = u32::try_from(failed).unwrap_or(0);
                 input
             })

@@ -181,6 +181,7 @@ impl Planner {
             .into_iter()
             .map(|e| (e.id, e.result))
             .collect();
+        let tasks = self.store.link_tasks(&chosen).await?;
         // A session's other unsettled links (planned ones, or ones beyond
         // this pass's pages) may have statuses not seen above.
         let unseen: Vec<String> = snapshots
@@ -207,7 +208,8 @@ impl Planner {
                 // An execution whose row vanished since the poll (a
                 // runtime's own relation) is decided on an empty result.
                 let result = results.remove(&link.execution_id).unwrap_or_default();
-                inputs.push(self.decision_input(link, result, &snapshot, &running, now));
+                let task = tasks.get(&link.execution_id);
+                inputs.push(self.decision_input(link, result, &snapshot, &running, task, now));
                 owners.push((*session_id, link.execution_id, *outcome));
             }
         }

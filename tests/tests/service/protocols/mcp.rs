@@ -178,16 +178,13 @@ async fn mcp_a_task_asking_for_input_notifies_and_never_continues() {
 }
 
 /// The 2026 extension (`io.modelcontextprotocol/tasks`) against its real
-/// peer, `tests/peers/mcp-tasks-2026` (rmcp), when `NOMOS_MCP_2026_PEER`
-/// names its built binary: not in CI yet, as building rmcp would cost it
-/// about 80 CPU-seconds (see that project's README). The test plays the
+/// peer, `tests/peers/mcp-tasks-2026` (rmcp; see [`mcp_2026_peer`]). The test plays the
 /// runtime: the flat task-creating answer is the tool result, each
 /// `tasks/get` answer is forwarded, and the terminal one carries the
 /// result inline, so no `tasks/result` is needed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_2026_a_task_with_its_result_inline_fails_and_continues_once() {
-    let Some(peer) = std::env::var_os("NOMOS_MCP_2026_PEER") else {
-        eprintln!("skipped: NOMOS_MCP_2026_PEER names no built tests/peers/mcp-tasks-2026");
+    let Some(peer) = mcp_2026_peer() else {
         return;
     };
     let output = tokio::process::Command::new(&peer)
@@ -229,4 +226,39 @@ async fn mcp_2026_a_task_with_its_result_inline_fails_and_continues_once() {
         recorded["status"], "failed",
         "isError is a failure: {recorded}"
     );
+}
+
+/// The 2026 peer's binary: `NOMOS_MCP_2026_PEER`, or the one `.ci/run`
+/// builds beside the test build (`target/peers`, its own project, so the
+/// workspace's build never compiles rmcp). Missing, it is built here under
+/// `CI=true` (about 80 CPU-seconds), and skipped with a word otherwise.
+fn mcp_2026_peer() -> Option<std::path::PathBuf> {
+    if let Some(peer) = std::env::var_os("NOMOS_MCP_2026_PEER") {
+        return Some(peer.into());
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target = root.join("target/peers");
+    let peer = target.join("debug/nomos-peer-mcp-tasks-2026");
+    if peer.exists() {
+        return Some(peer);
+    }
+    if !nomos_continue_tests::db::in_ci() {
+        eprintln!(
+            "skipped: no built 2026 MCP peer; build it with `cargo build --manifest-path \
+             tests/peers/mcp-tasks-2026/Cargo.toml --target-dir target/peers`"
+        );
+        return None;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = std::process::Command::new(cargo)
+        .arg("build")
+        .arg("--locked")
+        .arg("--manifest-path")
+        .arg(root.join("tests/peers/mcp-tasks-2026/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .expect("run cargo for the 2026 MCP peer");
+    assert!(built.success(), "building the 2026 MCP peer failed");
+    Some(peer)
 }
