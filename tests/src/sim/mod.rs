@@ -14,13 +14,17 @@ mod agent;
 mod check;
 mod model;
 mod operator;
+mod push;
+mod reports;
+
+use reports::report_next;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::policy::PolicyRuntime;
-use nomos_continue::store::{DeliveryState, Poll, Route, Store};
+use nomos_continue::store::{task_execution_id, DeliveryState, Poll, Route, Store, TaskSource};
 use nomos_continue::worker::{Notifier, NotifyConfig, Worker, WorkerConfig};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -127,6 +131,8 @@ struct Sim {
     faults: usize,
     pass_errors: Arc<Mutex<usize>>,
     policy_failures: Arc<Mutex<usize>>,
+    /// Promises seen broken while driving (a forged push let in).
+    broken: Vec<String>,
 }
 
 /// Runs one seeded simulation on `store` and checks the promises.
@@ -171,6 +177,7 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         faults: 0,
         pass_errors: Arc::default(),
         policy_failures: Arc::default(),
+        broken: Vec::new(),
     };
     for _ in 0..config.workers {
         sim.spawn_worker();
@@ -185,6 +192,7 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
     report.operations = config.steps;
     report.faults = sim.faults + *lock(&sim.runtime.faults) + *lock(&sim.operator.faults);
     report.pass_errors = *lock(&sim.pass_errors);
+    report.violations.extend(sim.broken.iter().cloned());
     report
 }
 
@@ -279,7 +287,15 @@ impl Sim {
     /// their link, a few carry a big result.
     async fn new_execution(&mut self) {
         let session = self.pick_session();
-        let id = Uuid::new_v4();
+        // Some executions are A2A tasks, reported by pushes.
+        let task = self
+            .rng
+            .gen_bool(0.3)
+            .then(|| push::new_task(self.executions.len(), self.config.seed));
+        let id = match &task {
+            Some(t) => task_execution_id(TaskSource::A2a, &t.task_id),
+            None => Uuid::new_v4(),
+        };
         let mut script = Vec::new();
         for _ in 0..self.rng.gen_range(0..3) {
             script.push(("running", String::new()));
@@ -309,21 +325,26 @@ impl Sim {
             linked: false,
             script,
             first_terminal: None,
+            task,
+            last_push: None,
         };
         if self.rng.gen_bool(0.15) {
             // The status comes before the tool result.
             self.faults += 1;
-            report_next(&self.store, &self.policy, &self.clock, &mut execution).await;
+            if let Some(broken) =
+                report_next(&self.store, &self.policy, &self.clock, &mut execution).await
+            {
+                self.broken.push(broken);
+            }
         }
-        let text = format!("running, execution {id}");
-        let links = self.policy.extract_links(&text).value.unwrap_or_default();
-        let ids: Vec<Uuid> = links
-            .iter()
-            .filter_map(|link| match link {
-                nomos_continue::policy::types::LinkRef::Execution(id) => Uuid::parse_str(id).ok(),
-                nomos_continue::policy::types::LinkRef::Task(_) => None,
-            })
-            .collect();
+        let text = match &execution.task {
+            Some(task) => push::tool_result(task),
+            None => format!("running, execution {id}"),
+        };
+        let ids = push::linked_ids(&self.policy, &text);
+        if !ids.contains(&id) {
+            self.broken.push(format!("the policy did not name {id} in {text:?}"));
+        }
         if self
             .store
             .link(session, &ids, self.clock.now())
@@ -331,24 +352,11 @@ impl Sim {
             .is_ok()
         {
             execution.linked = true;
+            if let Some(task) = &execution.task {
+                push::register(&self.store, id, task, &self.clock).await;
+            }
         }
         self.executions.push(execution);
-    }
-
-    async fn report(&mut self) {
-        let pending: Vec<usize> = (0..self.executions.len())
-            .filter(|&i| !self.executions[i].script.is_empty())
-            .collect();
-        let Some(&i) = pending.choose(&mut self.rng) else {
-            return;
-        };
-        report_next(
-            &self.store,
-            &self.policy,
-            &self.clock,
-            &mut self.executions[i],
-        )
-        .await;
     }
 
     /// Moves the clock in steps no longer than a renewal period, letting
@@ -486,13 +494,9 @@ impl Sim {
         }
         for i in 0..self.executions.len() {
             while !self.executions[i].script.is_empty() {
-                report_next(
-                    &self.store,
-                    &self.policy,
-                    &self.clock,
-                    &mut self.executions[i],
-                )
-                .await;
+                let execution = &mut self.executions[i];
+                let broken = report_next(&self.store, &self.policy, &self.clock, execution).await;
+                self.broken.extend(broken);
             }
         }
         for _ in 0..60 {
@@ -539,32 +543,6 @@ impl Sim {
             }
         }
         false
-    }
-}
-
-/// Reports an execution's next scripted status, as the API would: the
-/// policy classifies it, and the store keeps the first terminal one.
-async fn report_next(
-    store: &Store,
-    policy: &PolicyRuntime,
-    clock: &ManualClock,
-    execution: &mut ExecutionModel,
-) {
-    let Some((status, result)) = execution.script.pop() else {
-        return;
-    };
-    let finished = matches!(
-        policy.classify(status).value,
-        Ok(nomos_continue::policy::types::StatusClass::Terminal(_))
-    );
-    if store
-        .upsert_execution_status(execution.id, status, &result, clock.now(), finished)
-        .await
-        .is_ok()
-        && finished
-        && execution.first_terminal.is_none()
-    {
-        execution.first_terminal = Some(status.to_string());
     }
 }
 

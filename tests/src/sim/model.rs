@@ -64,4 +64,15 @@ pub struct ExecutionModel {
     pub script: Vec<(&'static str, String)>,
     /// The first terminal status reported, which must stay.
     pub first_terminal: Option<String>,
+    /// The A2A task the execution is, reported by pushes (`push`).
+    pub task: Option<SimTask>,
+    /// The last push sent, to send again (at least once).
+    pub last_push: Option<(&'static str, String)>,
+}
+
+/// An A2A task of the simulation: its id and its push token.
+#[derive(Debug, Clone)]
+pub struct SimTask {
+    pub task_id: String,
+    pub token: String,
 }
