@@ -81,10 +81,14 @@ pub(in crate::api) async fn link_tool_result(
     }))
 }
 
+/// The tasks a tool result named, each with the execution id it is linked
+/// under.
+type NamedTasks = Vec<(Uuid, LinkTask)>;
+
 /// The execution ids to link, in the policy's order (duplicates out), and
 /// the tasks among them: an execution as named, a task under
 /// [`task_execution_id`].
-fn link_ids(links: &[LinkRef]) -> Result<(Vec<Uuid>, Vec<(Uuid, LinkTask)>), ApiError> {
+fn link_ids(links: &[LinkRef]) -> Result<(Vec<Uuid>, NamedTasks), ApiError> {
     let mut ids = Vec::with_capacity(links.len());
     let mut tasks = Vec::new();
     for link in links {
