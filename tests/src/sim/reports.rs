@@ -1,8 +1,6 @@
 //! The reports the driver sends: a status as the API would record it, or
 //! for an A2A task a push (`push`), some sent twice and some forged.
 
-use std::sync::Arc;
-
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::policy::PolicyRuntime;
 use nomos_continue::store::Store;

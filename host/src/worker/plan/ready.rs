@@ -65,8 +65,7 @@ impl Planner {
                         .or_default()
                         .push((link, *outcome));
                 }
-                // lead: person state (waits like a running one for now)
-                Class::Running | Class::AwaitingPerson(_) => {
+                Class::Running => {
                     report.waiting += 1;
                     park.push(link.execution_id);
                     parked_on.push(link.status.clone());

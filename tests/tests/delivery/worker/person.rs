@@ -2,6 +2,7 @@
 //! `auth_required`): never continued, told to the operator once per
 //! question, and the link waits for the task's next state.
 
+use nomos_continue::clock::Clock;
 use nomos_continue::store::{task_execution_id, LinkTask, Store, TaskSource};
 
 use super::Rig;
