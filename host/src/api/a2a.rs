@@ -118,7 +118,11 @@ fn json_content(headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// Gathers the push's artifacts and records its state if the execution
 /// does not hold it already.
-pub(super) async fn apply(state: &AppState, record: TaskRecord, update: TaskUpdate) -> Result<(), ApiError> {
+pub(super) async fn apply(
+    state: &AppState,
+    record: TaskRecord,
+    update: TaskUpdate,
+) -> Result<(), ApiError> {
     let id = record.execution_id;
     let now = state.clock.now();
     let gathered = gather(state, record, &update).await?;

@@ -59,8 +59,8 @@ use axum::routing::{delete, get, post, put};
 use axum::Router;
 use tokio::sync::Notify;
 
-pub(crate) use auth::scoped;
 pub use a2a_poll::TaskPoller;
+pub(crate) use auth::scoped;
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
 pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};

@@ -78,8 +78,14 @@ fn a2a_1_3_complete_keeps_data_parts_as_json() {
     );
     // Protobuf's Value makes numbers floats: passed on as sent.
     let (lines, data) = lines_then_json(&result);
-    assert_eq!(lines, ["the export is done", "exported 42 rows to report.csv"]);
-    assert_eq!(data, serde_json::json!({"rows": 42.0, "file": "report.csv"}));
+    assert_eq!(
+        lines,
+        ["the export is done", "exported 42 rows to report.csv"]
+    );
+    assert_eq!(
+        data,
+        serde_json::json!({"rows": 42.0, "file": "report.csv"})
+    );
     assert!(result.contains("42.0"), "{result}");
 }
 
@@ -108,7 +114,10 @@ fn a2a_0_3_whole_tasks_in_every_push() {
     let (states, result) = replay("a2a-0.3.26-complete.json", Version::V03);
     assert_eq!(states.last(), Some(&Some("completed".to_owned())));
     let (lines, data) = lines_then_json(&result);
-    assert_eq!(lines, ["the export is done", "exported 42 rows to report.csv"]);
+    assert_eq!(
+        lines,
+        ["the export is done", "exported 42 rows to report.csv"]
+    );
     assert_eq!(data, serde_json::json!({"rows": 42, "file": "report.csv"}));
     let (states, result) = replay("a2a-0.3.26-input.json", Version::V03);
     assert_eq!(states.last(), Some(&Some("input-required".to_owned())));

@@ -9,9 +9,7 @@ use sqlx::Row as _;
 use uuid::Uuid;
 
 use super::dialect::{from_micros, Row};
-use super::types::{
-    Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window,
-};
+use super::types::{Delivery, Execution, LateReport, Link, PendingCursor, ReadyLink, Turn, Window};
 use super::LinkTask;
 use super::{Result, StoreError};
 

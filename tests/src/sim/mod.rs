@@ -343,7 +343,8 @@ impl Sim {
         };
         let ids = push::linked_ids(&self.policy, &text);
         if !ids.contains(&id) {
-            self.broken.push(format!("the policy did not name {id} in {text:?}"));
+            self.broken
+                .push(format!("the policy did not name {id} in {text:?}"));
         }
         if self
             .store

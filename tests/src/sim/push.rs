@@ -105,7 +105,10 @@ pub(super) async fn push(
         Err(e) => return Some(format!("the host could not read an A2A push: {e}")),
     };
     let now = clock.now();
-    match store.push_task(execution.id, &sha256(&task.token), now).await {
+    match store
+        .push_task(execution.id, &sha256(&task.token), now)
+        .await
+    {
         Ok(Some(record)) if record.task_id == update.task_id => {}
         Ok(Some(record)) => {
             return Some(format!(
@@ -144,7 +147,10 @@ pub(super) async fn forge(
     victim: Uuid,
     other: &SimTask,
 ) -> Option<String> {
-    match store.push_task(victim, &sha256(&other.token), clock.now()).await {
+    match store
+        .push_task(victim, &sha256(&other.token), clock.now())
+        .await
+    {
         Ok(Some(record)) => Some(format!(
             "P: the push token of task {} let a push in for execution {victim} (task {})",
             other.task_id, record.task_id

@@ -39,7 +39,15 @@ impl Sim {
         };
         self.faults += 1;
         let sent = (status, result.as_str());
-        push::push(&self.store, &self.policy, &self.clock, execution, &task, sent).await
+        push::push(
+            &self.store,
+            &self.policy,
+            &self.clock,
+            execution,
+            &task,
+            sent,
+        )
+        .await
     }
 
     /// A push for this task sent with another task's token.
@@ -86,4 +94,3 @@ pub(super) async fn report_next(
     }
     None
 }
-

@@ -11,9 +11,9 @@ use super::Planner;
 use super::{idempotency_key, PlanReport};
 use crate::classes::Class;
 use crate::policy::types::{self as t, PersonNeed};
+use crate::store::{NoticeAbout, Poll, ReadyLink};
 use crate::worker::input::cut_middle;
 use crate::worker::notices;
-use crate::store::{NoticeAbout, Poll, ReadyLink};
 use crate::worker::WorkerError;
 
 /// Pages of ready links read per pass; the rest wait for the next pass.
@@ -149,8 +149,7 @@ impl Planner {
                 &[id],
                 &format!("{}\n{asked}", link.status),
             );
-            let message =
-                notices::awaiting_person(id, tasks.get(&id), &link.status, *need, &asked);
+            let message = notices::awaiting_person(id, tasks.get(&id), &link.status, *need, &asked);
             let about = NoticeAbout {
                 session_id: link.session_id,
                 execution_ids: &[id],

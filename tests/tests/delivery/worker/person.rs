@@ -31,11 +31,17 @@ async fn a_task_waiting_for_a_person_is_told_once_and_continued_only_when_it_mov
 
     let report = rig.worker.run_once().await.expect("pass");
     assert_eq!(report.plan.planned, 0, "{report:?}");
-    assert!(rig.agent.continuations().is_empty(), "a person's state is never continued");
+    assert!(
+        rig.agent.continuations().is_empty(),
+        "a person's state is never continued"
+    );
     let notices = rig.agent.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     let told = &notices[0].message;
-    assert!(told.contains("\"export-7\"") && told.contains(question), "{told}");
+    assert!(
+        told.contains("\"export-7\"") && told.contains(question),
+        "{told}"
+    );
     assert!(told.contains("input from a person"), "{told}");
 
     // The same report again (a push sent twice), a sweep over the parked
@@ -48,22 +54,33 @@ async fn a_task_waiting_for_a_person_is_told_once_and_continued_only_when_it_mov
     assert!(rig.agent.continuations().is_empty());
 
     // A new question is a new notice; an authorization is named as such.
-    rig.report(id, "auth-required", "sign in to the warehouse").await;
+    rig.report(id, "auth-required", "sign in to the warehouse")
+        .await;
     rig.worker.run_once().await.expect("pass");
     let notices = rig.agent.notices();
     assert_eq!(notices.len(), 2, "{notices:?}");
-    assert!(notices[1].message.contains("to authorize it"), "{}", notices[1].message);
+    assert!(
+        notices[1].message.contains("to authorize it"),
+        "{}",
+        notices[1].message
+    );
 
     // Answered, the task moves on and fails: continued once, with the
     // failure.
     rig.report(id, "TASK_STATE_WORKING", "").await;
     rig.worker.run_once().await.expect("pass");
-    rig.report(id, "TASK_STATE_FAILED", "the warehouse refused the credentials")
-        .await;
+    rig.report(
+        id,
+        "TASK_STATE_FAILED",
+        "the warehouse refused the credentials",
+    )
+    .await;
     rig.worker.run_once().await.expect("pass");
     rig.worker.run_once().await.expect("pass");
     let continued = rig.agent.continuations();
     assert_eq!(continued.len(), 1, "{continued:?}");
-    assert!(continued[0].note.contains("the warehouse refused the credentials"));
+    assert!(continued[0]
+        .note
+        .contains("the warehouse refused the credentials"));
     assert_eq!(rig.agent.notices().len(), 2);
 }
