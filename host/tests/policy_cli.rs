@@ -169,14 +169,23 @@ fn decide_refuses_bad_input_in_one_line() {
 }
 
 #[test]
-fn extract_prints_the_ids_as_a_json_array() {
+fn extract_prints_the_links_as_a_json_array() {
     let id = "3f2504e0-4f89-11d3-9a0c-0305e82c3301";
     let output = run(
         &["policy", "extract", BUILTIN_POLICY_PATH],
         &format!("running, Execution {}", id.to_uppercase()),
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    assert_eq!(text(&output.stdout), format!("[\"{id}\"]\n"));
+    assert_eq!(text(&output.stdout), format!("[{{\"execution\":\"{id}\"}}]\n"));
+    // A protocol's task in a structured tool result (an A2A 0.3 task).
+    let output = run(
+        &["policy", "extract", BUILTIN_POLICY_PATH],
+        r#"{"kind":"task","id":"export-7","contextId":"c","status":{"state":"working"}}"#,
+    );
+    assert_eq!(
+        text(&output.stdout),
+        "[{\"task\":{\"protocol\":\"a2a\",\"id\":\"export-7\"}}]\n"
+    );
     let output = run(&["policy", "extract", BUILTIN_POLICY_PATH], "no ids here");
     assert_eq!(text(&output.stdout), "[]\n");
 }

@@ -35,10 +35,12 @@ fn sha256(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// The `n`th task of a run: its id and push token.
+/// The `n`th task of a run: its id and push token. Unique per run, as the
+/// executions' ids are: runs share a store, and a task id seen before
+/// would stay linked to the earlier run's session (first link wins).
 pub(super) fn new_task(n: usize, seed: u64) -> SimTask {
     SimTask {
-        task_id: format!("sim-{seed}-task-{n}"),
+        task_id: format!("sim-{seed}-task-{n}-{}", Uuid::new_v4().simple()),
         token: format!("token-{seed}-{n}-{}", Uuid::new_v4()),
     }
 }
