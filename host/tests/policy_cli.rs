@@ -176,7 +176,10 @@ fn extract_prints_the_links_as_a_json_array() {
         &format!("running, Execution {}", id.to_uppercase()),
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    assert_eq!(text(&output.stdout), format!("[{{\"execution\":\"{id}\"}}]\n"));
+    assert_eq!(
+        text(&output.stdout),
+        format!("[{{\"execution\":\"{id}\"}}]\n")
+    );
     // A protocol's task in a structured tool result (an A2A 0.3 task).
     let output = run(
         &["policy", "extract", BUILTIN_POLICY_PATH],

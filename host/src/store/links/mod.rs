@@ -56,7 +56,8 @@ macro_rules! ready_cols {
 /// row of `nomos_status_classes`) is not read: running executions never
 /// fill a page, so a finished one behind any number of them is read in the
 /// next pass. A status not classified yet is read, classified in the pass,
-/// and left out from then on.
+/// and left out from then on. A person's state (`person` set) is read, so
+/// the planner can tell the operator once and park it.
 macro_rules! pending_links {
     ($parked:expr, $after:expr) => {
         concat!(
@@ -68,7 +69,8 @@ macro_rules! pending_links {
             $parked,
             " AND e.status IS NOT NULL \
                AND NOT EXISTS (SELECT 1 FROM nomos_status_classes c \
-                   WHERE c.revision = $2 AND c.status = e.status AND NOT c.terminal) ",
+                   WHERE c.revision = $2 AND c.status = e.status AND NOT c.terminal \
+                     AND c.person IS NULL) ",
             $after,
             " ORDER BY l.created_at, l.execution_id LIMIT $1"
         )

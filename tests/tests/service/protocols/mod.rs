@@ -90,8 +90,12 @@ impl Serve {
         self.replica.kill().await;
     }
 
-    /// Starts it again on the same database (on a new port).
+    /// Starts it again on the same database (on a new port), as a new
+    /// incarnation: the killed one's worker id stays registered until its
+    /// heartbeat goes stale, and a process that knows it is a restart
+    /// takes a new one (as the kill -9 tests' replicas do).
     async fn start_again(&mut self) {
+        self.options.worker_id = format!("{}-again", self.options.worker_id);
         self.replica = Replica::start(&self.options).await;
     }
 
