@@ -71,7 +71,9 @@ impl Class {
         matches!(self, Class::Terminal(_))
     }
 
-    /// What the work waits for from a person, if it does.
+    /// What the work waits for from a person, if it does (the tests' view;
+    /// the worker matches the class itself).
+    #[cfg(feature = "test-support")]
     pub fn awaiting_person(&self) -> Option<PersonNeed> {
         match self {
             Class::AwaitingPerson(need) => Some(*need),
