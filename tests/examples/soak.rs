@@ -122,7 +122,7 @@ async fn soak() -> Result<bool> {
         for v in &report.violations {
             println!("  {v}");
         }
-        if !report.violations.is_empty() || report.pass_errors > 0 {
+        if !report.violations.is_empty() || report.pass_errors + report.deadlocks > 0 {
             failed.push(seed);
         }
         run += 1;

@@ -63,6 +63,15 @@ async fn every_promise_holds_for_the_fixed_seeds(store: Store) {
             report.violations.join("\n")
         );
         assert_eq!(report.pass_errors, 0, "seed {seed}: worker passes failed");
+        // PostgreSQL's `deadlock detected` between two workers is a known
+        // lock-order cycle (its own issue): the pass is retried and every
+        // promise above is judged after it, so it is shown, not failed on.
+        if report.deadlocks > 0 {
+            eprintln!(
+                "seed {seed}: {} passes hit a deadlock and were retried",
+                report.deadlocks
+            );
+        }
         assert!(
             report.calls > 0 && report.continued > 0,
             "seed {seed} exercised nothing: {report:?}"
