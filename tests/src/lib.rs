@@ -1,6 +1,7 @@
 //! Shared support for the integration tests.
 pub mod agents;
 pub mod api;
+pub mod cluster;
 pub mod browser;
 pub mod cut;
 pub mod db;
