@@ -61,8 +61,13 @@ fn run_tutorial(name: &str, min_blocks: usize) -> Result<String> {
         .current_dir(root)
         .env("PATH", path)
         .env("POLICY_DIR", work.path().join("my-policy"))
-        // Reuse compiled dependencies across runs of this test.
-        .env("CARGO_TARGET_DIR", target.join("tutorial-wasm"))
+        // The target directory where `host/build.rs` built the default
+        // policy: the tutorial's copy has the same manifest and lock file,
+        // so only its own crate compiles (a fresh clone saves a minute of
+        // CPU building serde and wit-bindgen for wasm a second time). Its
+        // `policy.wasm` replaces the default's uplifted one there, which
+        // nothing reads: the host embeds its own copy.
+        .env("CARGO_TARGET_DIR", target.join("guest-wasm"))
         // And compiled policies across the tutorials and the other tests.
         .env(
             "NOMOS_CONTINUE_POLICY_COMPILE_CACHE",
