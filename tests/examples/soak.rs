@@ -11,9 +11,11 @@
 //! Prints every failed pass as it happens (with its seed and store), one
 //! line per seed, and a summary: seeds, operations, faults injected, passes
 //! failed by an injected refusal, pass errors (any other failed pass) and of
-//! those deadlocks, invariant violations, and for every failing seed the
-//! command that runs it again. Exits 1 when a promise broke or a pass
-//! failed on its own. A seed fixes the driver's steps and the answers to
+//! the deadlocks PostgreSQL detected (`pg_stat_database`, which also counts
+//! the statements the engine retries without failing a pass), invariant
+//! violations, and for every failing seed the command that runs it again.
+//! Exits 1 when a promise broke, a pass failed on its own or a deadlock
+//! was detected. A seed fixes the driver's steps and the answers to
 //! each call, not how far concurrent passes get between steps (see
 //! `nomos_continue_tests::sim`): a failure that depends on that is run
 //! again with `--runs N`. PostgreSQL is `NOMOS_TEST_PG_URL` or
@@ -151,7 +153,7 @@ async fn soak() -> Result<bool> {
         totals.deadlocks += report.deadlocks;
         totals.violations += report.violations.len();
         println!(
-            "seed {seed} on {backend}: {} operations, {} faults, {} refused passes, {} pass errors ({} deadlocks), {} calls, {} continued, {} dropped, {} failed, {} violations, driver log {}",
+            "seed {seed} on {backend}: {} operations, {} faults, {} refused passes, {} pass errors, {} deadlocks, {} calls, {} continued, {} dropped, {} failed, {} violations, driver log {}",
             report.operations,
             report.faults,
             report.refused,
@@ -167,7 +169,7 @@ async fn soak() -> Result<bool> {
         for v in &report.violations {
             println!("  {v}");
         }
-        if !report.violations.is_empty() || report.pass_errors > 0 {
+        if !report.violations.is_empty() || report.pass_errors + report.deadlocks > 0 {
             totals.failed.push((seed, backend));
         }
         run += 1;

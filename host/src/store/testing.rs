@@ -421,3 +421,20 @@ pub async fn refuse_writes(store: &Store, on: bool, at: DateTime<Utc>) -> Result
     tx.commit().await?;
     Ok(())
 }
+
+/// Deadlocks PostgreSQL has detected in this database
+/// (`pg_stat_database.deadlocks`), including those of statements whose
+/// caller retries them without a word (a lease renewal, a record kept for
+/// the next pass); `0` on SQLite, which has no row locks. The count is
+/// flushed by each backend within about a second of its transaction.
+pub async fn deadlocks_detected(store: &Store) -> Result<i64> {
+    if store.backend() == Backend::Sqlite {
+        return Ok(0);
+    }
+    let count: Option<i64> = sqlx::query_scalar(
+        "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(pg(store)?)
+    .await?;
+    Ok(count.unwrap_or(0))
+}

@@ -99,7 +99,10 @@ pub struct SimReport {
     /// Worker and notifier passes that returned an error the simulation did
     /// not inject (a fault of the engine or the store), deadlocks included.
     pub pass_errors: usize,
-    /// Of those, the passes PostgreSQL failed with `deadlock detected`.
+    /// Deadlocks PostgreSQL detected during the run: the passes that failed
+    /// with `deadlock detected`, or the database's own count
+    /// (`pg_stat_database`) if higher, which also has the statements the
+    /// engine retries without failing a pass.
     pub deadlocks: usize,
     /// Passes that failed on an injected refusal (`refusing_store`).
     pub refused: usize,

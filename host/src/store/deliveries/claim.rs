@@ -147,10 +147,11 @@ impl Store {
              SET lease_expires_at = {}(lease_expires_at, $3), updated_at = $4 \
              FROM {} \
              WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
-               AND d.lease_owner IS NOT NULL \
+               AND d.lease_owner IS NOT NULL{} \
              RETURNING id",
             backend.greatest(),
             claim_set(backend),
+            in_id_order(backend),
         );
         let rows = query(sql)
             .bind(&ids)
@@ -181,13 +182,21 @@ impl Store {
     }
 }
 
-/// The ids and tokens of `claims`, in id order: a statement over several
-/// claims then meets their rows in the order every other one does (the
-/// lock order in `store::deliveries`).
 pub(in crate::store) fn split(claims: &[Claim]) -> (Vec<Uuid>, Vec<Uuid>) {
-    let mut claims = claims.to_vec();
-    claims.sort_by_key(|c| c.id);
     claims.iter().map(|c| (c.id, c.token)).unzip()
+}
+
+/// A condition on the ledger rows (alias `d`) of the ids bound as `$1`
+/// that locks them in id order before the statement updates them, on
+/// PostgreSQL: the lock order in `store::deliveries`. Without it an
+/// `UPDATE` over several rows locks them in the order its plan meets them,
+/// which two statements need not share (a renewal of a worker's leases
+/// and the record of its calls crossed so, and deadlocked).
+pub(in crate::store) fn in_id_order(backend: Backend) -> &'static str {
+    backend.pick(
+        " AND d.id IN (SELECT id FROM nomos_deliveries WHERE id = ANY($1) ORDER BY id FOR UPDATE)",
+        "",
+    )
 }
 
 /// The claims bound as `$1` (ids) and `$2` (tokens), as a relation `c` of

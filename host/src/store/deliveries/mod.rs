@@ -21,7 +21,7 @@
 //! 1. **windows**, several in session order: the plan's `FOR NO KEY
 //!    UPDATE` (`plan`), a deny's `FOR UPDATE` and an approval's upsert,
 //!    one row each (`store::windows`);
-//! 2. **ledger rows**: a batch of claims in id order (`claim::split`); a
+//! 2. **ledger rows**: several in id order (`claim::in_id_order`); a
 //!    new row (a continuation, a notice) waits only for another insert of
 //!    its key, which takes the same order;
 //! 3. **links**: the plan's `FOR UPDATE SKIP LOCKED` (it never waits for
