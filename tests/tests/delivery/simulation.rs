@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::store::Store;
-use nomos_continue_tests::sim::{self, SimConfig};
+use nomos_continue_tests::sim::{self, SimConfig, SimReport};
 
 /// Seeds CI runs on each store.
 const SEEDS: [u64; 4] = [1, 2, 3, 2026];
@@ -50,6 +50,22 @@ async fn postgres() {
     db.cleanup().await;
 }
 
+/// Fails on a broken promise, on a pass that failed on its own and on a
+/// deadlock PostgreSQL detected: the transactions take their locks in one
+/// order (`store::deliveries`), so none is excused.
+fn assert_clean(report: &SimReport, run: &str) {
+    assert!(
+        report.violations.is_empty(),
+        "{run} broke a promise:\n{}",
+        report.violations.join("\n")
+    );
+    assert_eq!(
+        (report.pass_errors, report.deadlocks),
+        (0, 0),
+        "{run}: passes failed, or PostgreSQL detected deadlocks"
+    );
+}
+
 async fn every_promise_holds_for_the_fixed_seeds(store: Store) {
     let backend = store.backend();
     let mut faults = 0;
@@ -57,18 +73,7 @@ async fn every_promise_holds_for_the_fixed_seeds(store: Store) {
         // One store per test: each seed's sessions and executions are new
         // ids, so seeds do not see each other's rows.
         let report = sim::run(store.clone(), policy(), SimConfig::small(seed)).await;
-        assert!(
-            report.violations.is_empty(),
-            "seed {seed} on {backend:?} broke a promise:\n{}",
-            report.violations.join("\n")
-        );
-        // Deadlocks included: the transactions take their locks in one
-        // order (`store::deliveries`), so no pass may fail on its own.
-        assert_eq!(
-            (report.pass_errors, report.deadlocks),
-            (0, 0),
-            "seed {seed}: passes failed, or PostgreSQL detected deadlocks"
-        );
+        assert_clean(&report, &format!("seed {seed} on {backend:?}"));
         assert!(
             report.calls > 0 && report.continued > 0,
             "seed {seed} exercised nothing: {report:?}"
@@ -116,16 +121,8 @@ async fn every_notice_reaches_a_person_with_the_agent_down(store: Store) {
                 ..SimConfig::agent_down(seed)
             };
             let report = sim::run(store.clone(), policy(), config).await;
-            assert!(
-                report.violations.is_empty(),
-                "seed {seed} on {backend:?} (operator down: {operator_down}) broke a promise:\n{}",
-                report.violations.join("\n")
-            );
-            assert_eq!(
-                (report.pass_errors, report.deadlocks),
-                (0, 0),
-                "seed {seed}: passes failed, or PostgreSQL detected deadlocks"
-            );
+            let run = format!("seed {seed} on {backend:?} (operator down: {operator_down})");
+            assert_clean(&report, &run);
             assert_eq!(report.continued, 0, "seed {seed}: the agent is down");
             assert!(
                 report.dropped + report.failed > 0,
@@ -173,15 +170,10 @@ async fn postgres_refusing_writes() {
     let mut refused = 0;
     for seed in REFUSING_SEEDS {
         let report = sim::run(db.store.clone(), policy(), SimConfig::refusing(seed)).await;
-        assert!(
-            report.violations.is_empty(),
-            "seed {seed} on PostgreSQL refusing writes broke a promise:\n{}",
-            report.violations.join("\n")
-        );
-        assert_eq!(
-            (report.pass_errors, report.deadlocks),
-            (0, 0),
-            "seed {seed}: passes failed other than on the refusal, or deadlocked"
+        // A pass failed by the refusal is counted apart (`refused`).
+        assert_clean(
+            &report,
+            &format!("seed {seed} on PostgreSQL refusing writes"),
         );
         assert!(
             report.continued > 0,
@@ -202,10 +194,7 @@ async fn sqlite_beside_the_refusing_runs() {
     let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
     for seed in REFUSING_SEEDS {
         let report = sim::run(store.clone(), policy(), SimConfig::small(seed)).await;
-        assert!(
-            report.violations.is_empty() && report.pass_errors == 0,
-            "seed {seed} on SQLite: {report:?}"
-        );
+        assert_clean(&report, &format!("seed {seed} on SQLite"));
     }
     store.close().await;
 }

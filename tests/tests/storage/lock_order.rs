@@ -12,28 +12,19 @@
 //! lock (`pg_stat_activity.wait_event_type = 'Lock'`), not for a while.
 
 use chrono::{DateTime, Duration, Utc};
-use nomos_continue::store::{ContinuationPlan, PlanOutcome, Route};
+use nomos_continue::store::{PlanOutcome, Route};
 use nomos_continue_tests::db::fresh_postgres_db;
 use nomos_continue_tests::wait;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
+
+use super::store_batch::plan;
 
 fn at(seconds: i64) -> DateTime<Utc> {
     "2026-11-30T04:00:00Z"
         .parse::<DateTime<Utc>>()
         .expect("a valid time")
         + Duration::seconds(seconds)
-}
-
-fn plan<'a>(session: Uuid, ids: &'a [Uuid], key: &'a str) -> ContinuationPlan<'a> {
-    ContinuationPlan {
-        session_id: session,
-        execution_ids: ids,
-        note: "note",
-        policy_revision: "rev",
-        idempotency_key: key,
-        hard_cap: 50,
-    }
 }
 
 /// Backends of database `name` waiting for a lock.
