@@ -65,6 +65,13 @@ impl Store {
     /// Records a denial: closes the session's open window (`closed_at = now`,
     /// `expires_at = now`), so nothing more is continued automatically.
     ///
+    /// On PostgreSQL the row is locked `FOR UPDATE` first: the one lock a
+    /// claim's key-share lock on the window conflicts with, so a claim in
+    /// progress finishes before the deny, and a claim after it sees the
+    /// window closed ([`Store::claim_deliveries`]). One row, one statement:
+    /// it holds nothing else while it waits (the lock order in
+    /// `store::deliveries`).
+    ///
     /// **No-op** returning `None` when there is nothing open to close: the
     /// session was never approved, its window was already denied, or it has
     /// already expired at `now`. Pending links stay linked; the worker drops
@@ -74,7 +81,10 @@ impl Store {
             "UPDATE nomos_assent_windows \
              SET closed_at = $2, expires_at = $2, updated_at = $2 \
              WHERE session_id = $1 AND closed_at IS NULL AND expires_at > $2 \
-             RETURNING {WINDOW_COLS}"
+               AND session_id IN (SELECT session_id FROM nomos_assent_windows \
+                   WHERE session_id = $1{}) \
+             RETURNING {WINDOW_COLS}",
+            self.backend().lock(" FOR UPDATE")
         );
         let row = query(sql)
             .bind(session_id)

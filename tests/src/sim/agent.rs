@@ -14,6 +14,7 @@ use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::store::Store;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -67,7 +68,7 @@ pub struct Runtime {
     pub store: Store,
     pub windows: Arc<Mutex<Windows>>,
     pub weather: Mutex<Weather>,
-    rng: Mutex<StdRng>,
+    dice: Dice,
     calls: Mutex<Vec<Call>>,
     violations: Mutex<Vec<String>>,
     /// Held calls wait on this; the driver releases them all at once.
@@ -100,7 +101,7 @@ impl Runtime {
             store,
             windows,
             weather: Mutex::default(),
-            rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x5eed_a9e7)),
+            dice: Dice::new(seed ^ 0x5eed_a9e7),
             calls: Mutex::default(),
             violations: Mutex::default(),
             release: Notify::new(),
@@ -212,7 +213,7 @@ impl Runtime {
             ),
             None => "no ledger row".into(),
         };
-        let (answer, error, hold) = self.roll();
+        let (answer, error, hold) = self.roll(&call.key);
         if hold {
             self.fault();
             self.release.notified().await;
@@ -235,7 +236,7 @@ impl Runtime {
     }
 
     /// Picks this call's fate.
-    fn roll(&self) -> (Answer, Option<AgentError>, bool) {
+    fn roll(&self, key: &str) -> (Answer, Option<AgentError>, bool) {
         let weather = lock(&self.weather);
         if weather.dead_for_good {
             drop(weather);
@@ -263,11 +264,10 @@ impl Runtime {
             );
         }
         drop(weather);
-        let mut rng = lock(&self.rng);
+        let mut rng = self.dice.next(key);
         let dice: u32 = rng.gen_range(0..100);
         let hold = rng.gen_bool(0.08);
         let retry_after = Duration::from_secs(rng.gen_range(1..30));
-        drop(rng);
         let fault = |answer, error| {
             self.fault();
             (answer, Some(error), hold)
@@ -293,6 +293,42 @@ impl Runtime {
             ),
             _ => fault(Answer::Permanent, AgentError::Permanent("HTTP 404".into())),
         }
+    }
+}
+
+/// Dice per call: each call's are drawn from the run's seed, the call's
+/// key and how many calls of that key came before, not from one stream
+/// shared by all calls, so that a call's answer does not depend on the
+/// order in which concurrent calls arrive.
+#[derive(Debug)]
+pub(super) struct Dice {
+    seed: u64,
+    /// Calls seen per key.
+    rolls: Mutex<HashMap<String, u64>>,
+}
+
+impl Dice {
+    pub(super) fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            rolls: Mutex::default(),
+        }
+    }
+
+    /// The dice of the next call of `key`.
+    pub(super) fn next(&self, key: &str) -> StdRng {
+        let nth = {
+            let mut rolls = lock(&self.rolls);
+            let n = rolls.entry(key.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        let mut hash = Sha256::new();
+        hash.update(self.seed.to_le_bytes());
+        hash.update(nth.to_le_bytes());
+        hash.update(key.as_bytes());
+        let bytes: [u8; 8] = hash.finalize()[..8].try_into().unwrap_or_default();
+        StdRng::seed_from_u64(u64::from_le_bytes(bytes))
     }
 }
 

@@ -6,108 +6,63 @@
 //! regressions after a terminal status; worker passes running concurrently;
 //! an agent runtime that is slow, answers 500, 409 or 429 with
 //! `Retry-After`, times out, accepts and then resets, refuses with 404, or is
-//! down for minutes; workers killed mid-pass or stalled past their lease.
-//! Then it drains (a calm runtime, time moving on) and checks the promises
+//! down for minutes; workers killed mid-pass or stalled past their lease;
+//! a store that refuses every write for a while (`faults`). Then it drains
+//! (a calm runtime, time moving on, `drain`) and checks the promises
 //! against the ledger and the runtime's own record of calls (`check`).
+//!
+//! What a seed fixes, and what it does not: the driver's steps and what
+//! each chooses (the ids it makes up included) come from the seed alone,
+//! and so do the agent's and the operator channel's answers to a given
+//! call (`agent`); the SHA-256 of the driver's event log
+//! ([`SimReport::digest`]) is the same in every run of a seed and mode.
+//! How far a worker's pass, a spawned task, gets between two of the
+//! driver's steps is real time: it waits on the database's answers
+//! (SQLite's worker thread, PostgreSQL's server and its lock waits), and
+//! the ids the store mints (deliveries, claim tokens, notices) are random.
+//! So which calls a run makes, and its outcome counts, may differ between
+//! runs of one seed; a failure that depends on them is replayed by running
+//! its seed and store again a few times (the soak's `--runs`).
 
 mod agent;
 mod check;
+mod config;
+mod drain;
+mod faults;
 mod model;
 mod operator;
+mod passes;
 mod push;
 mod reports;
 
-use reports::report_next;
+pub use config::{SimConfig, SimReport};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use nomos_continue::clock::{Clock, ManualClock};
 use nomos_continue::policy::PolicyRuntime;
-use nomos_continue::store::{task_execution_id, DeliveryState, Poll, Route, Store, TaskSource};
+use nomos_continue::store::testing::deadlocks_detected;
+use nomos_continue::store::{task_execution_id, Backend, Poll, Route, Store, TaskSource};
 use nomos_continue::worker::{Notifier, NotifyConfig, Worker, WorkerConfig};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use sha2::{Digest, Sha256};
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use agent::{Runtime, SimAgent};
 use model::{ExecutionModel, Windows};
 use operator::SimOperator;
+use passes::PassLog;
+use reports::report_next;
 
 /// The most simulated time that passes between two renewals of a live
 /// worker's leases: a third of the simulated workers' lease.
 const RENEW_STEP: Duration = Duration::seconds(2);
-
-/// One simulation's size.
-#[derive(Debug, Clone, Copy)]
-pub struct SimConfig {
-    pub seed: u64,
-    /// Random steps before the drain.
-    pub steps: usize,
-    /// Worker incarnations alive at once.
-    pub workers: usize,
-    pub sessions: usize,
-    /// The agent's endpoint answers 500 to everything, the drain included:
-    /// every continuation fails, and so does every notice's agent copy.
-    pub agent_down_for_good: bool,
-    /// The operator's channel answers 500 to everything too.
-    pub operator_down_for_good: bool,
-}
-
-impl SimConfig {
-    /// A size that runs in a couple of seconds.
-    pub fn small(seed: u64) -> Self {
-        Self {
-            seed,
-            steps: 300,
-            workers: 3,
-            sessions: 6,
-            agent_down_for_good: false,
-            operator_down_for_good: false,
-        }
-    }
-
-    /// [`Self::small`] with the agent's endpoint down for good.
-    pub fn agent_down(seed: u64) -> Self {
-        Self {
-            agent_down_for_good: true,
-            ..Self::small(seed)
-        }
-    }
-}
-
-/// What a simulation did and found.
-#[derive(Debug, Default, Clone)]
-pub struct SimReport {
-    pub seed: u64,
-    /// Driver steps taken (each one operation on the engine or the world).
-    pub operations: usize,
-    /// Faults injected: failed or held agent calls, outages, kills, stalls,
-    /// late regressions, reports before their link, big results.
-    pub faults: usize,
-    /// Agent calls made.
-    pub calls: usize,
-    /// Executions settled continued / dropped / failed at the end.
-    pub continued: usize,
-    pub dropped: usize,
-    pub failed: usize,
-    /// Worker passes that returned an error (a fault of the store).
-    pub pass_errors: usize,
-    /// Of those, the passes PostgreSQL failed with `deadlock detected`
-    /// (counted apart: a known lock-order cycle between workers, retried by
-    /// the next pass; they are not in `pass_errors`).
-    pub deadlocks: usize,
-    /// Notices whose copy reached the operator's channel, and notices that
-    /// reached no one (counted as undelivered).
-    pub told_operator: usize,
-    pub reached_no_one: usize,
-    /// Broken promises, each naming the promise; empty is a pass.
-    pub violations: Vec<String>,
-}
 
 struct Incarnation {
     worker: Worker,
@@ -132,10 +87,15 @@ struct Sim {
     /// past its lease: that call's outcome is unknown, so a repeat is allowed.
     unknown: HashSet<String>,
     next_worker: usize,
+    /// Faults the driver injected.
     faults: usize,
-    pass_errors: Arc<Mutex<usize>>,
-    deadlocks: Arc<Mutex<usize>>,
-    policy_failures: Arc<Mutex<usize>>,
+    /// The ids the driver makes up, from the seed (`SimConfig::id_seed`).
+    ids: StdRng,
+    /// The driver's event log, hashed as it grows (`record`).
+    log: Sha256,
+    passes: Arc<PassLog>,
+    /// While the store refuses writes: until when (`faults`).
+    refusing_until: Option<DateTime<Utc>>,
     /// Promises seen broken while driving (a forged push let in).
     broken: Vec<String>,
 }
@@ -155,6 +115,22 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         windows.clone(),
     ));
     runtime.weather_mut().dead_for_good = config.agent_down_for_good;
+    let backend = match store.backend() {
+        Backend::Postgres => "postgres",
+        Backend::Sqlite => "sqlite",
+    };
+    let passes = Arc::new(PassLog::new(
+        format!("seed {} on {backend}", config.seed),
+        config.print_errors,
+    ));
+    let mut broken = Vec::new();
+    if config.refusing_store {
+        if let Err(e) = nomos_continue::store::testing::install_write_refusal(&store).await {
+            broken.push(format!("could not install the refusal of writes: {e}"));
+        }
+    }
+    let deadlocks_before = deadlocks_detected(&store).await.unwrap_or(0);
+    let mut ids = StdRng::seed_from_u64(config.id_seed());
     let operator = Arc::new(SimOperator::new(config.seed, config.operator_down_for_good));
     let notifier = Notifier::new(
         store.clone(),
@@ -174,16 +150,17 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         runtime,
         operator,
         notifier,
-        sessions: (0..config.sessions).map(|_| Uuid::new_v4()).collect(),
+        sessions: (0..config.sessions).map(|_| new_id(&mut ids)).collect(),
         executions: Vec::new(),
         workers: Vec::new(),
         unknown: HashSet::new(),
         next_worker: 0,
         faults: 0,
-        pass_errors: Arc::default(),
-        deadlocks: Arc::default(),
-        policy_failures: Arc::default(),
-        broken: Vec::new(),
+        ids,
+        log: Sha256::new(),
+        passes,
+        refusing_until: None,
+        broken,
     };
     for _ in 0..config.workers {
         sim.spawn_worker();
@@ -196,9 +173,18 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
     let mut report = check::check(&sim).await;
     report.seed = config.seed;
     report.operations = config.steps;
+    report.driver_faults = sim.faults;
     report.faults = sim.faults + *lock(&sim.runtime.faults) + *lock(&sim.operator.faults);
-    report.pass_errors = *lock(&sim.pass_errors);
-    report.deadlocks = *lock(&sim.deadlocks);
+    report.digest = hex::encode(sim.log.clone().finalize());
+    let counts = sim.passes.counts();
+    report.pass_errors = counts.errors;
+    // The database's own count also has the deadlocks of statements the
+    // engine retries without failing a pass (lease renewals, records).
+    let in_database = deadlocks_detected(&sim.store).await.unwrap_or(0) - deadlocks_before;
+    report.deadlocks = counts
+        .deadlocks
+        .max(usize::try_from(in_database).unwrap_or(0));
+    report.refused = counts.refused;
     report.violations.extend(sim.broken.iter().cloned());
     report
 }
@@ -232,6 +218,7 @@ impl Sim {
 
     async fn step(&mut self) {
         let roll: u32 = self.rng.gen_range(0..1000);
+        self.record(format_args!("step {roll}"));
         match roll {
             0..=79 => self.approve().await,
             80..=109 => self.deny().await,
@@ -239,21 +226,35 @@ impl Sim {
             250..=499 => self.report().await,
             500..=699 => {
                 let millis = self.rng.gen_range(1..3000);
+                self.record(format_args!("advance {millis} ms"));
                 self.advance(Duration::milliseconds(millis)).await;
             }
             700..=719 => {
                 let minutes = self.rng.gen_range(1..12);
+                self.record(format_args!("advance {minutes} min"));
                 self.advance(Duration::minutes(minutes)).await;
             }
             720..=929 => self.start_pass(),
             930..=969 => self.runtime.release_held(),
             970..=979 => self.kill().await,
             980..=989 => self.stall().await,
+            // A run with a refusing store turns half the outages into
+            // refusals; other runs take the same steps as before it could.
+            995.. if self.config.refusing_store => self.refuse().await,
             _ => self.outage(),
         }
         if self.rng.gen_bool(0.05) {
+            self.record(format_args!("notify"));
             self.notify().await;
         }
+    }
+
+    /// Adds one event to the driver's log (see [`SimReport::digest`]):
+    /// what the driver chose, never what the engine answered, which is
+    /// not fixed by the seed (see the module doc).
+    fn record(&mut self, event: std::fmt::Arguments<'_>) {
+        self.log.update(event.to_string().as_bytes());
+        self.log.update(b"\n");
     }
 
     /// One pass of the operator channel's notifier; an error is a pass error.
@@ -261,7 +262,7 @@ impl Sim {
         match self.notifier.pass().await {
             Ok(r) => r.delivered + r.retried + r.failed + r.expired > 0,
             Err(e) => {
-                failed_pass(&self.pass_errors, &self.deadlocks, "notifier", &e);
+                self.passes.failed("notifier", &e);
                 false
             }
         }
@@ -270,6 +271,7 @@ impl Sim {
     async fn approve(&mut self) {
         let session = self.pick_session();
         let minutes = self.rng.gen_range(1..=30);
+        self.record(format_args!("approve {session} {minutes} min"));
         let now = self.clock.now();
         if let Ok(w) = self
             .store
@@ -282,6 +284,7 @@ impl Sim {
 
     async fn deny(&mut self) {
         let session = self.pick_session();
+        self.record(format_args!("deny {session}"));
         let now = self.clock.now();
         if let Ok(Some(_)) = self.store.deny(session, now).await {
             lock(&self.windows).denied(session, now);
@@ -297,10 +300,10 @@ impl Sim {
         let task = self
             .rng
             .gen_bool(0.3)
-            .then(|| push::new_task(self.executions.len(), self.config.seed));
+            .then(|| push::new_task(self.executions.len(), self.config.seed, &mut self.ids));
         let id = match &task {
             Some(t) => task_execution_id(TaskSource::A2a, &t.task_id),
-            None => Uuid::new_v4(),
+            None => new_id(&mut self.ids),
         };
         let mut script = Vec::new();
         for _ in 0..self.rng.gen_range(0..3) {
@@ -326,9 +329,15 @@ impl Sim {
             }
         }
         script.reverse(); // popped from the end
+        let statuses: Vec<String> = (script.iter())
+            .map(|(status, result)| format!("{status}:{}", result.len()))
+            .collect();
+        self.record(format_args!("execution {id} of {session}: {statuses:?}"));
         let mut execution = ExecutionModel {
             id,
+            session,
             linked: false,
+            relink: false,
             script,
             first_terminal: None,
             task,
@@ -336,6 +345,7 @@ impl Sim {
         };
         if self.rng.gen_bool(0.15) {
             // The status comes before the tool result.
+            self.record(format_args!("report {id} before its link"));
             self.faults += 1;
             if let Some(broken) =
                 report_next(&self.store, &self.policy, &self.clock, &mut execution).await
@@ -360,8 +370,10 @@ impl Sim {
         {
             execution.linked = true;
             if let Some(task) = &execution.task {
-                push::register(&self.store, id, task, &self.clock).await;
+                execution.relink = !push::register(&self.store, id, task, &self.clock).await;
             }
+        } else {
+            execution.relink = true;
         }
         self.executions.push(execution);
     }
@@ -375,6 +387,7 @@ impl Sim {
             let step = left.min(RENEW_STEP);
             self.clock.advance(step);
             left -= step;
+            self.while_refusing().await;
             for incarnation in &self.workers {
                 incarnation.worker.renew_leases().await;
             }
@@ -389,165 +402,32 @@ impl Sim {
         } else {
             Poll::Sweep
         };
-        let Some(incarnation) = self.workers.choose_mut(&mut self.rng) else {
+        let Some(i) = (0..self.workers.len())
+            .collect::<Vec<_>>()
+            .choose(&mut self.rng)
+            .copied()
+        else {
             return;
         };
+        // Whether that worker's last pass has ended is real time (see the
+        // module doc): the log has the choice, not whether a pass started.
+        self.record(format_args!("pass {poll:?} on worker {i}"));
+        let incarnation = &mut self.workers[i];
         if incarnation.pass.as_ref().is_some_and(|p| !p.is_finished()) {
             return;
         }
         let worker = incarnation.worker.clone();
-        let errors = self.pass_errors.clone();
-        let deadlocks = self.deadlocks.clone();
-        let failures = self.policy_failures.clone();
+        let passes = self.passes.clone();
         incarnation.pass = Some(tokio::spawn(async move {
             match worker.run_pass(poll).await {
-                Ok(report) => *lock(&failures) += report.plan.policy_failures,
-                Err(e) => failed_pass(&errors, &deadlocks, "worker", &e),
+                Ok(report) => passes.policy_failures(report.plan.policy_failures),
+                Err(e) => passes.failed("worker", &e),
             }
         }));
     }
 
-    /// A worker killed mid-pass: its calls in flight never return (the
-    /// runtime may or may not have acted on them), it renews nothing more,
-    /// and a new incarnation (a new worker id) takes its place.
-    async fn kill(&mut self) {
-        if self.workers.is_empty() {
-            return;
-        }
-        let i = self.rng.gen_range(0..self.workers.len());
-        let dead = self.workers.swap_remove(i);
-        self.runtime.kill(worker_index(&dead.worker));
-        // Read with no await after the kill: later claims never get an answer.
-        let held = dead.worker.claims_in_flight();
-        self.mark_unknown(held).await;
-        self.faults += 1;
-        self.spawn_worker();
-    }
-
-    /// A worker that stalls past its lease: time moves on without its
-    /// renewals, so its claims may be taken over while its calls still run.
-    async fn stall(&mut self) {
-        let Some(stalled) = self.workers.choose(&mut self.rng).map(|w| w.worker.clone()) else {
-            return;
-        };
-        let index = worker_index(&stalled);
-        self.faults += 1;
-        // Seven seconds pass in renewal-sized steps; every other worker
-        // renews after each step, as its ticks would. The stalled worker's
-        // claims held at any point of the stall (read right after each
-        // step, with no await in between) may lapse: their outcome becomes
-        // unknown.
-        let mut held = Vec::new();
-        let mut left = Duration::seconds(7);
-        while left > Duration::zero() {
-            let step = left.min(RENEW_STEP);
-            self.clock.advance(step);
-            left -= step;
-            held.extend(stalled.claims_in_flight());
-            for incarnation in &self.workers {
-                if worker_index(&incarnation.worker) != index {
-                    incarnation.worker.renew_leases().await;
-                }
-            }
-        }
-        held.extend(stalled.claims_in_flight());
-        self.mark_unknown(held).await;
-    }
-
-    /// Records the keys of these claims: their calls' outcome becomes
-    /// unknown to the engine.
-    async fn mark_unknown(&mut self, claims: Vec<nomos_continue::store::Claim>) {
-        for claim in claims {
-            if let Ok(Some(d)) = self.store.delivery(claim.id).await {
-                self.unknown.insert(d.idempotency_key);
-            }
-        }
-    }
-
-    /// The runtime goes down for one to five minutes of simulated time.
-    fn outage(&mut self) {
-        let minutes = self.rng.gen_range(1..=5);
-        lock(&self.runtime.weather).down_until =
-            Some(self.clock.now() + Duration::minutes(minutes));
-        self.faults += 1;
-    }
-
     fn pick_session(&mut self) -> Uuid {
         *self.sessions.choose(&mut self.rng).unwrap_or(&Uuid::nil())
-    }
-
-    /// Calm weather, every status reported, every held call released, and
-    /// time moving on until no pass finds anything to do.
-    async fn drain(&mut self) {
-        {
-            let mut weather = lock(&self.runtime.weather);
-            weather.calm = true;
-            weather.down_until = None;
-        }
-        self.operator
-            .calm
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        for incarnation in &mut self.workers {
-            if let Some(pass) = incarnation.pass.take() {
-                // Held calls must be let go for the pass to end.
-                while !pass.is_finished() {
-                    self.runtime.release_held();
-                    tokio::task::yield_now().await;
-                }
-                let _ = pass.await;
-            }
-        }
-        for i in 0..self.executions.len() {
-            while !self.executions[i].script.is_empty() {
-                let execution = &mut self.executions[i];
-                let broken = report_next(&self.store, &self.policy, &self.clock, execution).await;
-                self.broken.extend(broken);
-            }
-        }
-        for _ in 0..60 {
-            self.advance(Duration::seconds(61)).await;
-            let mut busy = false;
-            for incarnation in &self.workers {
-                match incarnation.worker.run_once().await {
-                    Ok(r) => {
-                        *lock(&self.policy_failures) += r.plan.policy_failures;
-                        busy |= r.plan.planned
-                            + r.plan.dropped
-                            + r.deliver.attempted
-                            + r.deliver.dropped_unsent
-                            > 0;
-                    }
-                    Err(e) => failed_pass(&self.pass_errors, &self.deadlocks, "worker", &e),
-                }
-            }
-            busy |= self.notify().await;
-            // A pass with nothing to do is not the end while a retry is
-            // still waiting for its time (an agent's `Retry-After` may be
-            // longer than one step).
-            if !busy && !self.anything_pending().await {
-                break;
-            }
-        }
-    }
-
-    /// Whether any session's ledger still holds a pending delivery, or
-    /// the operator channel a copy to send.
-    async fn anything_pending(&self) -> bool {
-        if self.store.pending_operator_notices().await.unwrap_or(0) > 0 {
-            return true;
-        }
-        for session in &self.sessions {
-            match self.store.session_summary(*session).await {
-                Ok(summary) => {
-                    if (summary.deliveries.iter()).any(|d| d.state == DeliveryState::Pending) {
-                        return true;
-                    }
-                }
-                // The check after the drain reports an unreadable session.
-                Err(_) => return false,
-            }
-        }
-        false
     }
 }
 
@@ -562,29 +442,9 @@ fn worker_index(worker: &Worker) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Counts a failed pass (a deadlock apart from the rest) and shows it when
-/// `SIM_LOG` is set.
-fn failed_pass(
-    errors: &Mutex<usize>,
-    deadlocks: &Mutex<usize>,
-    what: &str,
-    e: &dyn std::fmt::Display,
-) {
-    let message = e.to_string();
-    tracing_free_log(&format!("{what} pass failed: {message}"));
-    if message.contains("deadlock detected") {
-        *lock(deadlocks) += 1;
-    } else {
-        *lock(errors) += 1;
-    }
-}
-
-/// Passes are spawned tasks with nowhere to return an error to; it is
-/// counted, and shown when `SIM_LOG` is set.
-fn tracing_free_log(message: &str) {
-    if std::env::var_os("SIM_LOG").is_some() {
-        eprintln!("{message}");
-    }
+/// A random (version 4) id drawn from `rng`: the seed's, not the system's.
+fn new_id(rng: &mut StdRng) -> Uuid {
+    uuid::Builder::from_random_bytes(rng.gen()).into_uuid()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

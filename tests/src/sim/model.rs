@@ -58,8 +58,13 @@ impl Windows {
 #[derive(Debug, Clone)]
 pub struct ExecutionModel {
     pub id: Uuid,
+    /// The session whose tool result named it.
+    pub session: Uuid,
     /// Linked yet (a status may come first).
     pub linked: bool,
+    /// The store refused its tool result (the link or the task's
+    /// registration): the runtime posts it again, in the drain.
+    pub relink: bool,
     /// Statuses still to report, in order.
     pub script: Vec<(&'static str, String)>,
     /// The first terminal status reported, which must stay.

@@ -8,13 +8,13 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use nomos_continue::agent::{AgentError, Operator};
 use nomos_continue::store::OperatorNotice;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
+use super::agent::Dice;
 use super::lock;
 
 pub struct SimOperator {
-    rng: Mutex<StdRng>,
+    dice: Dice,
     /// Drain mode: every notice is accepted (unless down for good).
     pub calm: AtomicBool,
     pub down_for_good: bool,
@@ -26,7 +26,7 @@ pub struct SimOperator {
 impl SimOperator {
     pub fn new(seed: u64, down_for_good: bool) -> Self {
         Self {
-            rng: Mutex::new(StdRng::seed_from_u64(seed ^ 0x0b5e_55ed)),
+            dice: Dice::new(seed ^ 0x0b5e_55ed),
             calm: AtomicBool::new(false),
             down_for_good,
             keys: Mutex::default(),
@@ -38,9 +38,11 @@ impl SimOperator {
 #[async_trait]
 impl Operator for SimOperator {
     async fn tell(&self, notice: &OperatorNotice) -> Result<(), AgentError> {
-        lock(&self.keys).push(notice.idempotency_key.clone());
-        let refused = self.down_for_good
-            || (!self.calm.load(Ordering::SeqCst) && lock(&self.rng).gen_bool(0.3));
+        let key = &notice.idempotency_key;
+        lock(&self.keys).push(key.clone());
+        let mut dice = self.dice.next(key);
+        let refused =
+            self.down_for_good || (!self.calm.load(Ordering::SeqCst) && dice.gen_bool(0.3));
         if refused {
             *lock(&self.faults) += 1;
             return Err(AgentError::Retryable(

@@ -12,6 +12,7 @@ use nomos_continue::policy::types::{LinkRef, StatusClass, TaskProtocol};
 use nomos_continue::policy::PolicyRuntime;
 use nomos_continue::protocols::a2a;
 use nomos_continue::store::{task_execution_id, LinkTask, Store, TaskSource};
+use rand::rngs::StdRng;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -38,10 +39,10 @@ fn sha256(token: &str) -> String {
 /// The `n`th task of a run: its id and push token. Unique per run, as the
 /// executions' ids are: runs share a store, and a task id seen before
 /// would stay linked to the earlier run's session (first link wins).
-pub(super) fn new_task(n: usize, seed: u64) -> SimTask {
+pub(super) fn new_task(n: usize, seed: u64, ids: &mut StdRng) -> SimTask {
     SimTask {
-        task_id: format!("sim-{seed}-task-{n}-{}", Uuid::new_v4().simple()),
-        token: format!("token-{seed}-{n}-{}", Uuid::new_v4()),
+        task_id: format!("sim-{seed}-task-{n}-{}", super::new_id(ids).simple()),
+        token: format!("token-{seed}-{n}-{}", super::new_id(ids)),
     }
 }
 
@@ -74,22 +75,28 @@ pub(super) fn linked_ids(policy: &PolicyRuntime, text: &str) -> Vec<Uuid> {
 }
 
 /// Keeps the task beside its link and mints its push token, as
-/// `POST /v1/sessions/{id}/tasks` does.
-pub(super) async fn register(store: &Store, id: Uuid, task: &SimTask, clock: &ManualClock) {
+/// `POST /v1/sessions/{id}/tasks` does; false if the store refused either.
+pub(super) async fn register(store: &Store, id: Uuid, task: &SimTask, clock: &ManualClock) -> bool {
     let now = clock.now();
     let kept = LinkTask {
         source: TaskSource::A2a,
         task_id: task.task_id.clone(),
     };
-    if store.keep_tasks(&[(id, kept)], now).await.is_ok() {
-        let _ = store
+    store.keep_tasks(&[(id, kept)], now).await.is_ok()
+        && store
             .mint_push(id, &sha256(&task.token), now + TOKEN_LIFE, None, now)
-            .await;
-    }
+            .await
+            .is_ok()
 }
 
+/// A report the store did not take (it refused the write): the sender
+/// gets an error and sends it again.
+#[derive(Debug)]
+pub(super) struct NotStored;
+
 /// Sends one push of `status` for the task: read by the host's reader, let
-/// in by its token, recorded as a report. Returns a broken promise, if any.
+/// in by its token, recorded as a report. Returns a broken promise, if any,
+/// or [`NotStored`] when the store refused it.
 pub(super) async fn push(
     store: &Store,
     policy: &PolicyRuntime,
@@ -97,14 +104,14 @@ pub(super) async fn push(
     execution: &mut ExecutionModel,
     task: &SimTask,
     (status, result): (&str, &str),
-) -> Option<String> {
+) -> Result<Option<String>, NotStored> {
     let body = json!({"statusUpdate": {"taskId": task.task_id, "contextId": "sim",
         "status": {"state": state(status),
             "message": {"role": "ROLE_AGENT", "parts": [{"text": result}]}}}})
     .to_string();
     let update = match a2a::read_push(body.as_bytes()) {
         Ok(update) => update,
-        Err(e) => return Some(format!("the host could not read an A2A push: {e}")),
+        Err(e) => return Ok(Some(format!("the host could not read an A2A push: {e}"))),
     };
     let now = clock.now();
     match store
@@ -113,32 +120,34 @@ pub(super) async fn push(
     {
         Ok(Some(record)) if record.task_id == update.task_id => {}
         Ok(Some(record)) => {
-            return Some(format!(
+            return Ok(Some(format!(
                 "the token of task {} let in task {}",
                 update.task_id, record.task_id
-            ))
+            )))
         }
-        Ok(None) => {
-            // A task not registered yet (its link failed) has no token: the
-            // push is refused, as the receiver's 401 would.
-            return None;
-        }
-        Err(_) => return None,
+        // A task not registered yet has no token: the push is refused, as
+        // the receiver's 401 would. When the store refused its registration,
+        // the runtime posts the tool result again (`relink`) and the
+        // status is sent after that.
+        Ok(None) if execution.relink => return Err(NotStored),
+        Ok(None) => return Ok(None),
+        Err(_) => return Err(NotStored),
     }
     let Some(state) = update.state else {
-        return Some("a status push without its state".into());
+        return Ok(Some("a status push without its state".into()));
     };
     let finished = matches!(policy.classify(&state).value, Ok(StatusClass::Terminal(_)));
     if store
         .upsert_execution_status(execution.id, &state, result, now, finished)
         .await
-        .is_ok()
-        && finished
-        && execution.first_terminal.is_none()
+        .is_err()
     {
+        return Err(NotStored);
+    }
+    if finished && execution.first_terminal.is_none() {
         execution.first_terminal = Some(state);
     }
-    None
+    Ok(None)
 }
 
 /// A push forged with `other`'s token for `victim`'s execution: the store

@@ -18,11 +18,15 @@ impl Sim {
         let Some(&i) = pending.choose(&mut self.rng) else {
             return;
         };
+        let id = self.executions[i].id;
         let broken = if self.rng.gen_bool(0.1) {
+            self.record(format_args!("repush {id}"));
             self.repush(i).await
         } else if self.rng.gen_bool(0.05) {
+            self.record(format_args!("forge {id}"));
             self.forge(i).await
         } else {
+            self.record(format_args!("report {id}"));
             let execution = &mut self.executions[i];
             report_next(&self.store, &self.policy, &self.clock, execution).await
         };
@@ -39,6 +43,8 @@ impl Sim {
         };
         self.faults += 1;
         let sent = (status, result.as_str());
+        // A repeat the store refused is lost with nothing lost: the first
+        // one was stored.
         push::push(
             &self.store,
             &self.policy,
@@ -48,6 +54,7 @@ impl Sim {
             sent,
         )
         .await
+        .unwrap_or(None)
     }
 
     /// A push for this task sent with another task's token.
@@ -67,7 +74,9 @@ impl Sim {
 
 /// Reports an execution's next scripted status, as the API would: the
 /// policy classifies it, and the store keeps the first terminal one. A
-/// task's is a push (`push`); what it returns is a broken promise.
+/// task's is a push (`push`); what it returns is a broken promise. A
+/// report the store refused stays next in the script: its sender sends it
+/// again (the drain reports every script to its end).
 pub(super) async fn report_next(
     store: &Store,
     policy: &PolicyRuntime,
@@ -77,19 +86,26 @@ pub(super) async fn report_next(
     let (status, result) = execution.script.pop()?;
     if let Some(task) = execution.task.clone() {
         execution.last_push = Some((status, result.clone()));
-        return push::push(store, policy, clock, execution, &task, (status, &result)).await;
+        let sent = push::push(store, policy, clock, execution, &task, (status, &result)).await;
+        return match sent {
+            Ok(broken) => broken,
+            Err(push::NotStored) => {
+                execution.script.push((status, result));
+                None
+            }
+        };
     }
     let finished = matches!(
         policy.classify(status).value,
         Ok(nomos_continue::policy::types::StatusClass::Terminal(_))
     );
-    if store
+    let stored = store
         .upsert_execution_status(execution.id, status, &result, clock.now(), finished)
         .await
-        .is_ok()
-        && finished
-        && execution.first_terminal.is_none()
-    {
+        .is_ok();
+    if !stored {
+        execution.script.push((status, result));
+    } else if finished && execution.first_terminal.is_none() {
         execution.first_terminal = Some(status.to_string());
     }
     None

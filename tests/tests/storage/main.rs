@@ -7,6 +7,7 @@
 mod chat_history;
 mod decision_log;
 mod live_migration;
+mod lock_order;
 mod retention;
 mod store_batch;
 mod store_conformance;

@@ -28,10 +28,13 @@ impl Store {
     /// Due means: `pending`, `next_attempt_at <= now`, not leased or the
     /// lease has expired at `now`, and, for a continuation, the session's
     /// assent window is open at `now`. The window is checked in the claim
-    /// itself (on PostgreSQL with a share lock on the window row, so a deny
-    /// either commits before the claim and the claim skips the row, or waits
-    /// for the claim: then the call was already in flight when the deny
-    /// landed). Notices are claimed whatever the window. Oldest due first.
+    /// itself (on PostgreSQL with a key-share lock on the window row, which
+    /// a deny's `FOR UPDATE` waits for, so a deny either commits before the
+    /// claim and the claim skips the row, or waits for the claim: then the
+    /// call was already in flight when the deny landed). A planner's lock on
+    /// the window does not conflict with it (see the lock order in
+    /// `store::deliveries`). Notices are claimed whatever the window.
+    /// Oldest due first.
     ///
     /// A continuation's claim is stamped (`claimed_at`) no earlier than its
     /// window's opening: the claim read the approval, so it happened after
@@ -52,7 +55,7 @@ impl Store {
         let now = trunc(now);
         let until = trunc(now + lease);
         // PostgreSQL locks the rows it picks (skipping rows another claim
-        // holds) and share-locks the window; SQLite holds the write lock.
+        // holds) and key-share-locks the window; SQLite holds the write lock.
         // The window's opening, for a continuation (see above).
         let claimed_at = format!(
             "{}($3, COALESCE((SELECT w.opened_at FROM nomos_assent_windows w \
@@ -76,7 +79,7 @@ impl Store {
                        AND (d.lease_owner IS NULL OR d.lease_expires_at <= $3) \
                        AND w.closed_at IS NULL AND w.expires_at > $3 \
                      ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT $4 \
-                     FOR UPDATE OF d SKIP LOCKED FOR SHARE OF w), \
+                     FOR UPDATE OF d SKIP LOCKED FOR KEY SHARE OF w), \
                  picked AS ( \
                      SELECT id FROM (SELECT * FROM notices UNION ALL SELECT * FROM continuations) c \
                      ORDER BY next_attempt_at, created_at, id LIMIT $4) \
@@ -144,10 +147,11 @@ impl Store {
              SET lease_expires_at = {}(lease_expires_at, $3), updated_at = $4 \
              FROM {} \
              WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
-               AND d.lease_owner IS NOT NULL \
+               AND d.lease_owner IS NOT NULL{} \
              RETURNING id",
             backend.greatest(),
             claim_set(backend),
+            in_id_order(backend),
         );
         let rows = query(sql)
             .bind(&ids)
@@ -180,6 +184,19 @@ impl Store {
 
 pub(in crate::store) fn split(claims: &[Claim]) -> (Vec<Uuid>, Vec<Uuid>) {
     claims.iter().map(|c| (c.id, c.token)).unzip()
+}
+
+/// A condition on the ledger rows (alias `d`) of the ids bound as `$1`
+/// that locks them in id order before the statement updates them, on
+/// PostgreSQL: the lock order in `store::deliveries`. Without it an
+/// `UPDATE` over several rows locks them in the order its plan meets them,
+/// which two statements need not share (a renewal of a worker's leases
+/// and the record of its calls crossed so, and deadlocked).
+pub(in crate::store) fn in_id_order(backend: Backend) -> &'static str {
+    backend.pick(
+        " AND d.id IN (SELECT id FROM nomos_deliveries WHERE id = ANY($1) ORDER BY id FOR UPDATE)",
+        "",
+    )
 }
 
 /// The claims bound as `$1` (ids) and `$2` (tokens), as a relation `c` of

@@ -10,6 +10,33 @@
 //! - `settle`: ending a continuation that will not be sent, and retries;
 //! - `notice`: notices, and settling a delivery's links;
 //! - `operator`: a notice's copy for the operator's channel.
+//!
+//! # Lock order
+//!
+//! On PostgreSQL, every transaction that locks rows of the assent windows,
+//! this ledger and the links takes them in this order, so that two
+//! workers' transactions never wait for each other in a cycle (PostgreSQL
+//! would abort one with `deadlock detected`):
+//!
+//! 1. **windows**, several in session order: the plan's `FOR NO KEY
+//!    UPDATE` (`plan`), a deny's `FOR UPDATE` and an approval's upsert,
+//!    one row each (`store::windows`);
+//! 2. **ledger rows**: several in id order (`claim::in_id_order`); a
+//!    new row (a continuation, a notice) waits only for another insert of
+//!    its key, which takes the same order;
+//! 3. **links**: the plan's `FOR UPDATE SKIP LOCKED` (it never waits for
+//!    one), a delivery's links when it is recorded, dropped or retried.
+//!
+//! The claim (`claim`) must find its ledger rows before their windows. It
+//! cannot close a cycle: it takes the rows `SKIP LOCKED`, so it never
+//! waits for one, and their windows only `FOR KEY SHARE`, which conflicts
+//! with a deny's `FOR UPDATE` and with nothing the plan or an approval
+//! takes; a deny holds nothing else while it waits (one statement, one
+//! row). The claim's `FOR SHARE` on the windows conflicted with the plan's
+//! lock: a claim holding the window of the session due first and waiting
+//! for the next one, and a plan holding that next one (a lower session id)
+//! and waiting for the first, deadlocked (issue 28;
+//! `tests/tests/storage/lock_order.rs`).
 
 pub(crate) mod claim;
 pub(crate) mod notice;

@@ -40,10 +40,10 @@ impl Store {
     /// 5. The window's count goes up by one, the pending continuation is
     ///    inserted and the links point at it (`delivery_id`).
     ///
-    /// Set-based: the window rows are locked first, in session order (so two
-    /// replicas planning overlapping sessions cannot deadlock, and a
-    /// concurrent planner of a session waits here and then sees this one's
-    /// rows); then one read each for keys, in-flight continuations and links;
+    /// Set-based: the window rows are locked first (`FOR NO KEY UPDATE`), in
+    /// session order (so two replicas planning overlapping sessions cannot
+    /// deadlock, and a concurrent planner of a session waits here and then
+    /// sees this one's rows; see the lock order in `store::deliveries`); then one read each for keys, in-flight continuations and links;
     /// the checks run on what was read under those locks; then one `UPDATE`
     /// of the windows, one `INSERT … SELECT` of the continuations and one
     /// `UPDATE … FROM` of the links, for all plans that passed. A refused
@@ -140,7 +140,9 @@ impl Seen {
             "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {} \
              ORDER BY session_id{}",
             backend.in_ids("$1"),
-            backend.lock(" FOR UPDATE")
+            // Not `FOR UPDATE`: a claim's key-share lock on a window must
+            // not wait for a planner (the lock order in `store::deliveries`).
+            backend.lock(" FOR NO KEY UPDATE")
         ))
         .bind(&sessions)
         .fetch_all(&mut *tx)

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::claim::{claim_set, settled_notice_key, split};
+use super::claim::{claim_set, in_id_order, settled_notice_key, split};
 use crate::store::decode::{self, RowExt};
 use crate::store::deliveries::delivery_cols;
 use crate::store::deliveries::notice::{insert_notice, settle_links};
@@ -57,9 +57,10 @@ impl Store {
              SET state = 'delivered', delivered_at = $3, updated_at = $3, \
                  lease_owner = NULL, lease_expires_at = NULL \
              FROM {} \
-             WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
+             WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending'{} \
              RETURNING id, kind",
             claim_set(backend),
+            in_id_order(backend),
         );
         let done = query(sql)
             .bind(&ids)
