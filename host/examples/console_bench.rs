@@ -137,7 +137,7 @@ async fn main() -> Result<()> {
     );
 
     let config = ServeConfig {
-        database_url: url,
+        database_urls: vec![url],
         token: Some(TOKEN.into()),
         ..ServeConfig::default()
     };

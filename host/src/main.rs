@@ -153,11 +153,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Serve(args) => commands::serve::run(*args).map(|()| ExitCode::SUCCESS),
         Cmd::Demo => nomos_continue::commands::demo::run().map(|_| ExitCode::SUCCESS),
-        Cmd::Migrate(db) => commands::migrate::run(&db.database_url).map(|()| ExitCode::SUCCESS),
+        Cmd::Migrate(db) => commands::migrate::run(&db.urls()).map(|()| ExitCode::SUCCESS),
         Cmd::Status { db, session } => {
-            commands::status::run(&db.database_url, session.as_deref()).map(|()| ExitCode::SUCCESS)
+            commands::status::run(&db.urls(), session.as_deref()).map(|()| ExitCode::SUCCESS)
         }
-        Cmd::Retry { db, delivery } => commands::retry::run(&db.database_url, &delivery),
+        Cmd::Retry { db, delivery } => commands::retry::run(&db.urls(), &delivery),
         Cmd::Openapi => commands::openapi::run(),
         Cmd::Policy(PolicyCmd::Check { wasm, limits }) => commands::policy::check(&wasm, &limits),
         Cmd::Policy(PolicyCmd::Test {
@@ -188,7 +188,7 @@ fn main() -> ExitCode {
             limits: limits.limits(),
         }),
         Cmd::Policy(PolicyCmd::Capture { decision, to, db }) => {
-            commands::replay::capture(&db.database_url, decision, &to)
+            commands::replay::capture(&db.urls(), decision, &to)
         }
         Cmd::Policy(PolicyCmd::Keygen { prefix }) => commands::signing::keygen(&prefix),
         Cmd::Policy(PolicyCmd::Sign { key, wasm }) => commands::signing::sign(&key, &wasm),

@@ -90,6 +90,19 @@ impl Cluster {
     /// it streams from the primary under the application name `name`. With
     /// [`Replication::Synchronous`] the primary is told to wait for it.
     pub async fn standby(&self, name: &str, replication: Replication) -> Cluster {
+        self.standby_through(name, replication, self.port).await
+    }
+
+    /// [`Cluster::standby`] that reaches this primary at `port` on loopback
+    /// (a proxy in front of it, which the test can pause or cut): its base
+    /// backup is taken there, and `-R` writes that port into its
+    /// `primary_conninfo`.
+    pub async fn standby_through(
+        &self,
+        name: &str,
+        replication: Replication,
+        port: u16,
+    ) -> Cluster {
         let standby = Cluster::empty(name, self.bin.clone());
         standby
             .as_postgres(
@@ -98,7 +111,7 @@ impl Cluster {
                     "-h",
                     "127.0.0.1",
                     "-p",
-                    &self.port.to_string(),
+                    &port.to_string(),
                     "-U",
                     "postgres",
                     "-D",
@@ -181,8 +194,11 @@ impl Cluster {
     pub async fn start(&self) {
         let log = self.dir.path().join("server.log").display().to_string();
         let data = self.data().display().to_string();
-        self.as_postgres("pg_ctl", &["-D", &data, "-l", &log, "-w", "-t", "60", "start"])
-            .await;
+        self.as_postgres(
+            "pg_ctl",
+            &["-D", &data, "-l", &log, "-w", "-t", "60", "start"],
+        )
+        .await;
     }
 
     /// Stops it (`pg_ctl stop -m fast|immediate`) and waits until it is down.
@@ -243,13 +259,12 @@ impl Cluster {
             .unwrap_or_else(|e| panic!("read {}'s WAL position: {e}", self.name));
         until(&format!("{} replayed {lsn}", standby.name), || async {
             let mut conn = PgConnection::connect(&standby.url("postgres")).await.ok()?;
-            let caught_up: Option<bool> = sqlx::query_scalar(
-                "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
-            )
-            .bind(&lsn)
-            .fetch_one(&mut conn)
-            .await
-            .ok()?;
+            let caught_up: Option<bool> =
+                sqlx::query_scalar("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn")
+                    .bind(&lsn)
+                    .fetch_one(&mut conn)
+                    .await
+                    .ok()?;
             caught_up.unwrap_or(false).then_some(())
         })
         .await;

@@ -1,11 +1,15 @@
 //! A TCP proxy on loopback that a test can cut and mend: a database
 //! outage (every connection dropped, new ones refused) without touching
-//! the machine's shared PostgreSQL server.
+//! the machine's shared PostgreSQL server. It can also be paused: bytes
+//! stop flowing both ways while every connection stays open (a standby
+//! that is connected but receives nothing, a network that stalls).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 /// The proxy: forwards each connection to `target` while it is mended.
@@ -13,6 +17,7 @@ pub struct CutProxy {
     addr: SocketAddr,
     target: SocketAddr,
     tasks: Arc<Mutex<Option<JoinSet<()>>>>,
+    paused: watch::Sender<bool>,
 }
 
 impl CutProxy {
@@ -24,6 +29,7 @@ impl CutProxy {
             addr,
             target,
             tasks: Arc::new(Mutex::new(None)),
+            paused: watch::Sender::new(false),
         };
         proxy.serve(listener);
         proxy
@@ -37,12 +43,21 @@ impl CutProxy {
     fn serve(&self, listener: TcpListener) {
         let mut tasks = JoinSet::new();
         let target = self.target;
+        let paused = self.paused.subscribe();
         tasks.spawn(async move {
             let mut pipes = JoinSet::new();
-            while let Ok((mut client, _)) = listener.accept().await {
+            while let Ok((client, _)) = listener.accept().await {
+                let paused = paused.clone();
                 pipes.spawn(async move {
-                    if let Ok(mut server) = TcpStream::connect(target).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    if let Ok(server) = TcpStream::connect(target).await {
+                        let (client_read, client_write) = client.into_split();
+                        let (server_read, server_write) = server.into_split();
+                        let up = pipe(client_read, server_write, paused.clone());
+                        let down = pipe(server_read, client_write, paused);
+                        tokio::select! {
+                            () = up => {}
+                            () = down => {}
+                        }
                     }
                 });
             }
@@ -63,11 +78,47 @@ impl CutProxy {
         drop(tasks);
     }
 
+    /// Stops every byte, both ways, on every connection (open ones and
+    /// new ones) until [`CutProxy::resume`]; nothing is closed.
+    pub fn pause(&self) {
+        self.paused.send_replace(true);
+    }
+
+    /// Lets the bytes held since [`CutProxy::pause`] flow again.
+    pub fn resume(&self) {
+        self.paused.send_replace(false);
+    }
+
     /// The end of the outage: listens again on the same port.
     pub async fn mend(&self) {
         let listener = TcpListener::bind(self.addr)
             .await
             .expect("bind the port again");
         self.serve(listener);
+    }
+}
+
+/// Copies `from` to `to` until either ends, holding each chunk read while
+/// the proxy is paused.
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut paused: watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        if paused.wait_for(|p| !*p).await.is_err() {
+            return;
+        }
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if paused.wait_for(|p| !*p).await.is_err() {
+            return;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
     }
 }

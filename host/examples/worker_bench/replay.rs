@@ -29,7 +29,7 @@ pub async fn replay(args: &Args) -> Result<(), Error> {
         candidate: BUILTIN_POLICY_PATH.into(),
         since: None,
         session: None,
-        database_url: url,
+        database_url: vec![url],
         allow_changes: false,
         sample: 100,
         limits: Limits::default(),

@@ -23,8 +23,18 @@ pub mod status;
 #[derive(Args)]
 pub struct DbArgs {
     /// postgres://… or sqlite:FILE; the default is an SQLite file here.
+    /// A primary and its standbys: repeat it, or name the hosts in one URL
+    /// as libpq does (postgresql://user@h1:5432,h2:5432/db); the writable
+    /// one is used, and found again after a failover.
     #[arg(long, env = "DATABASE_URL", default_value = crate::server::DEFAULT_DATABASE_URL)]
-    pub database_url: String,
+    pub database_url: Vec<String>,
+}
+
+impl DbArgs {
+    /// The URLs given, as `Store::connect_any` takes them.
+    pub fn urls(&self) -> Vec<&str> {
+        self.database_url.iter().map(String::as_str).collect()
+    }
 }
 
 /// Exit status for bad input, as the guest's own command line uses.

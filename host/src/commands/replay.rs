@@ -35,8 +35,8 @@ pub struct ReplayArgs {
     pub since: Option<Duration>,
     /// Only this session's decisions.
     pub session: Option<String>,
-    /// The database holding the log.
-    pub database_url: String,
+    /// The database holding the log (its servers; see `Store::connect_any`).
+    pub database_url: Vec<String>,
     /// Exit 0 even when decisions changed.
     pub allow_changes: bool,
     /// Decisions per recorded revision re-run to check determinism.
@@ -56,7 +56,8 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
         .with_context(|| format!("load the candidate {}", args.candidate.display()))?;
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::connect(&args.database_url)
+        let urls: Vec<&str> = args.database_url.iter().map(String::as_str).collect();
+        let store = Store::connect_any(&urls)
             .await
             .context("connect to the database")?;
         store.migrate().await.context("migrate the database")?;
@@ -91,10 +92,10 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
 /// `policy capture DECISION_ID`: writes the recorded input as
 /// `decision-ID.in` and its recorded answer as `decision-ID.out` in `to`
 /// (a golden `decide` folder), so `policy test` pins it from then on.
-pub fn capture(database_url: &str, id: i64, to: &Path) -> Result<ExitCode> {
+pub fn capture(database_urls: &[&str], id: i64, to: &Path) -> Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     let logged = runtime.block_on(async {
-        let store = Store::connect(database_url)
+        let store = Store::connect_any(database_urls)
             .await
             .context("connect to the database")?;
         store.migrate().await.context("migrate the database")?;

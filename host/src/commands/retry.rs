@@ -11,11 +11,11 @@ use crate::store::{parse_uuid, RetryOutcome, Store};
 /// Makes the delivery pending again and wakes the workers (PostgreSQL; an
 /// SQLite `serve` finds it on its next poll). Exits 0 when it was retried,
 /// 2 with the reason when it cannot be.
-pub fn run(database_url: &str, delivery: &str) -> Result<ExitCode> {
+pub fn run(database_urls: &[&str], delivery: &str) -> Result<ExitCode> {
     let id = parse_uuid(delivery).with_context(|| format!("delivery id {delivery:?}"))?;
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::connect(database_url)
+        let store = Store::connect_any(database_urls)
             .await
             .context("connect to the database")?;
         // The database's clock, as `serve` times windows by it.

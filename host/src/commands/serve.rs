@@ -162,6 +162,14 @@ pub struct ServeArgs {
     /// Policy file and database revision check interval in milliseconds.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY_POLL_MS", default_value_t = 2000)]
     policy_poll_ms: u64,
+    /// Before any agent call, wait this long at most for every standby
+    /// streaming from the PostgreSQL primary to hold the plan being sent
+    /// (`2s`, `500ms`); calls not confirmed in time are postponed and
+    /// retried. `0` turns the fence off. See docs/operations.md, "Running
+    /// with standbys".
+    #[arg(long, env = "NOMOS_CONTINUE_STANDBY_FENCE_TIMEOUT", default_value = "5s",
+        value_parser = fence_timeout)]
+    standby_fence_timeout: Duration,
     /// Do not LISTEN for PostgreSQL wake-ups: the worker finds work by its
     /// poll alone (for deployments whose pooler drops LISTEN, and to test
     /// that correctness never depends on a wake-up).
@@ -224,7 +232,7 @@ impl ServeArgs {
             _ => None,
         };
         let mut config = ServeConfig {
-            database_url: self.db.database_url,
+            database_urls: self.db.database_url,
             token,
             admin_token,
             tls,
@@ -257,12 +265,22 @@ impl ServeArgs {
         config.worker.lease = Duration::from_secs(self.lease_secs.max(1));
         config.worker.retry_budget = Duration::from_secs(self.retry_budget_secs);
         config.worker.hard_cap = self.hard_cap;
+        config.worker.standby_fence =
+            (!self.standby_fence_timeout.is_zero()).then_some(self.standby_fence_timeout);
         config.worker.log_decisions = self.decision_log_days > 0;
         config.decision_retention = Duration::from_secs(self.decision_log_days * 24 * 3600);
         config.delivery_retention = days(self.delivery_retention_days);
         config.chat_retention = days(self.chat_retention_days);
         self.policy_limits.apply(&mut config.limits);
         Ok((self.listen, config))
+    }
+}
+
+/// `--standby-fence-timeout`: a duration (`5s`, `500ms`), or `0` (off).
+fn fence_timeout(text: &str) -> Result<Duration, humantime::DurationError> {
+    match text.trim() {
+        "0" | "off" => Ok(Duration::ZERO),
+        other => humantime::parse_duration(other),
     }
 }
 

@@ -9,10 +9,10 @@ use uuid::Uuid;
 use crate::store::{each_page, Delivery, Link, SessionCounts, Store, MAX_PAGE_LIMIT};
 
 /// Prints the summary of one session, or of the whole deployment.
-pub fn run(database_url: &str, session: Option<&str>) -> Result<()> {
+pub fn run(database_urls: &[&str], session: Option<&str>) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::connect(database_url)
+        let store = Store::connect_any(database_urls)
             .await
             .context("connect to the database")?;
         store.migrate().await.context("migrate the database")?;

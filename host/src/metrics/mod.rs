@@ -50,6 +50,13 @@ const AGENT_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0,
 ];
 
+/// Upper bounds of the standby fence's wait buckets, in seconds: one
+/// statement when the standbys have the rows, milliseconds for an
+/// asynchronous standby, the time-out (5 s by default) when one is lost.
+const FENCE_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0,
+];
+
 /// Decision outcomes the planner counts.
 const DECISION_OUTCOMES: [&str; 5] = ["wait", "continue", "drop", "deferred", "policy_error"];
 
@@ -110,6 +117,8 @@ pub struct Metrics {
     http_requests: Family<HttpLabels, Counter>,
     http_duration: HistogramFamily<HttpRouteLabels>,
     agent_calls: HistogramFamily<Labels2>,
+    fence_wait: Histogram,
+    fence_held: Counter,
 }
 
 impl Default for Metrics {
@@ -135,6 +144,8 @@ impl Metrics {
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(|| Histogram::new(HTTP_BUCKETS)),
             agent_calls: Family::new_with_constructor(|| Histogram::new(AGENT_BUCKETS)),
+            fence_wait: Histogram::new(FENCE_BUCKETS),
+            fence_held: Counter::default(),
         };
         for outcome in DECISION_OUTCOMES {
             metrics
@@ -230,6 +241,16 @@ impl Metrics {
             "Time each agent call took, by kind (continuation, notice) and result",
             self.agent_calls.clone(),
         );
+        r.register(
+            "standby_fence_wait_seconds",
+            "Time a deliver step waited for the standbys to flush its rows before its calls",
+            self.fence_wait.clone(),
+        );
+        r.register(
+            "standby_fence_held",
+            "Deliver steps whose calls were held back: the standbys did not confirm in time",
+            self.fence_held.clone(),
+        );
         self
     }
 
@@ -318,6 +339,15 @@ impl Metrics {
         self.agent_calls
             .get_or_create(&[("kind", kind), ("result", result)])
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one wait of the standby fence, and counts it when the
+    /// standbys did not confirm (the step's calls were held back).
+    pub fn standby_fence(&self, confirmed: bool, waited: Duration) {
+        self.fence_wait.observe(waited.as_secs_f64());
+        if !confirmed {
+            self.fence_held.inc();
+        }
     }
 
     #[cfg(feature = "test-support")]

@@ -43,8 +43,10 @@ pub const DEFAULT_TEXT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600)
 /// the caller binds the listener and hands it over.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
-    /// `postgres://…` or `sqlite:…`.
-    pub database_url: String,
+    /// `postgres://…` or `sqlite:…`; several PostgreSQL URLs (or one
+    /// naming several hosts) for a primary and its standbys, of which the
+    /// writable one is used and followed (`Store::connect_any`).
+    pub database_urls: Vec<String>,
     /// The runtime's bearer token (reporting and reading); with no token at
     /// all the API is open, which `serve` allows on loopback only.
     pub token: Option<String>,
@@ -135,7 +137,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            database_url: DEFAULT_DATABASE_URL.into(),
+            database_urls: vec![DEFAULT_DATABASE_URL.into()],
             token: None,
             admin_token: None,
             tls: None,

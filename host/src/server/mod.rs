@@ -146,9 +146,10 @@ pub struct Server {
 }
 
 impl Server {
-    /// Connects to `config.database_url` and migrates it.
+    /// Connects to `config.database_urls` and migrates it.
     pub async fn connect(config: ServeConfig) -> Result<Self> {
-        let database = Database::connect(&config.database_url)
+        let urls: Vec<&str> = config.database_urls.iter().map(String::as_str).collect();
+        let database = Database::connect_any(&urls)
             .await
             .context("connect to the database")?;
         database.migrate().await.context("migrate the database")?;
@@ -156,7 +157,7 @@ impl Server {
     }
 
     /// Over a database the caller opened (and migrated);
-    /// `config.database_url` is not used.
+    /// `config.database_urls` is not used.
     pub fn new(config: ServeConfig, database: Database) -> Self {
         Self {
             config,
@@ -254,6 +255,11 @@ impl Server {
             None => None,
         };
         let mut tasks = JoinSet::new();
+        // Before anything else runs on the store: every part follows the
+        // primary through a failover (a no-op for one server).
+        let following = store.clone();
+        let follow_stop = shutdown.clone();
+        tasks.spawn(async move { following.follow_primary(follow_stop).await });
         let verify_keys = parts::load_verify_keys(&config)?;
         let policy = match policy {
             Some(policy) => policy,

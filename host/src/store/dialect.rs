@@ -20,6 +20,7 @@
 //!   [`RowExt`](super::decode::RowExt).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgArguments, PgRow};
@@ -27,6 +28,7 @@ use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool, Transaction};
 use uuid::Uuid;
 
+use super::primary::Primary;
 use super::{Backend, Db, Result, Store, StoreError, WAKE_CHANNEL};
 
 /// SQLite transactions that will write start with `BEGIN IMMEDIATE`: taking
@@ -223,17 +225,28 @@ pub(crate) fn query<'a>(text: impl Into<Cow<'a, str>>) -> Query<'a> {
 }
 
 /// Where a statement runs: a pool, or the connection of a transaction.
+/// On PostgreSQL with several servers, the primary's watch sees every
+/// error (see [`seen`]).
 pub(crate) enum On<'c> {
-    PgPool(&'c PgPool),
+    PgPool(&'c PgPool, Option<&'c Primary>),
     LitePool(&'c SqlitePool),
-    Pg(&'c mut PgConnection),
+    Pg(&'c mut PgConnection, Option<&'c Primary>),
     Lite(&'c mut SqliteConnection),
+}
+
+/// `result`, after showing its error to the primary's watch, which looks
+/// for another primary at once when the error is how a lost one fails.
+fn seen<T>(primary: Option<&Primary>, result: Result<T, sqlx::Error>) -> Result<T, sqlx::Error> {
+    if let (Some(primary), Err(e)) = (primary, &result) {
+        primary.suspect(e);
+    }
+    result
 }
 
 impl<'c> From<&'c Store> for On<'c> {
     fn from(store: &'c Store) -> Self {
         match &store.db {
-            Db::Pg(pool) => Self::PgPool(pool),
+            Db::Pg(pool) => Self::PgPool(pool, store.primary.as_deref()),
             Db::Lite(pool) => Self::LitePool(pool),
         }
     }
@@ -242,7 +255,7 @@ impl<'c> From<&'c Store> for On<'c> {
 impl<'c, 't> From<&'c mut Tx<'t>> for On<'c> {
     fn from(tx: &'c mut Tx<'t>) -> Self {
         match tx {
-            Tx::Pg(tx) => Self::Pg(tx),
+            Tx::Pg(tx, primary) => Self::Pg(tx, primary.as_deref()),
             Tx::Lite(tx) => Self::Lite(tx),
         }
     }
@@ -305,9 +318,9 @@ impl<'a> Query<'a> {
     /// Runs the statement; returns the number of rows it changed.
     pub(crate) async fn execute<'c>(&self, on: impl Into<On<'c>>) -> Result<u64> {
         Ok(match on.into() {
-            On::PgPool(pool) => self.pg().execute(pool).await?.rows_affected(),
+            On::PgPool(pool, p) => seen(p, self.pg().execute(pool).await)?.rows_affected(),
             On::LitePool(pool) => self.lite().execute(pool).await?.rows_affected(),
-            On::Pg(conn) => self.pg().execute(conn).await?.rows_affected(),
+            On::Pg(conn, p) => seen(p, self.pg().execute(conn).await)?.rows_affected(),
             On::Lite(conn) => self.lite().execute(conn).await?.rows_affected(),
         })
     }
@@ -315,9 +328,9 @@ impl<'a> Query<'a> {
     /// Every row the statement returns.
     pub(crate) async fn fetch_all<'c>(&self, on: impl Into<On<'c>>) -> Result<Vec<Row>> {
         Ok(match on.into() {
-            On::PgPool(pool) => wrap(self.pg().fetch_all(pool).await?, Row::Pg),
+            On::PgPool(pool, p) => wrap(seen(p, self.pg().fetch_all(pool).await)?, Row::Pg),
             On::LitePool(pool) => wrap(self.lite().fetch_all(pool).await?, Row::Lite),
-            On::Pg(conn) => wrap(self.pg().fetch_all(conn).await?, Row::Pg),
+            On::Pg(conn, p) => wrap(seen(p, self.pg().fetch_all(conn).await)?, Row::Pg),
             On::Lite(conn) => wrap(self.lite().fetch_all(conn).await?, Row::Lite),
         })
     }
@@ -325,9 +338,9 @@ impl<'a> Query<'a> {
     /// The first row, if any.
     pub(crate) async fn fetch_optional<'c>(&self, on: impl Into<On<'c>>) -> Result<Option<Row>> {
         Ok(match on.into() {
-            On::PgPool(pool) => self.pg().fetch_optional(pool).await?.map(Row::Pg),
+            On::PgPool(pool, p) => seen(p, self.pg().fetch_optional(pool).await)?.map(Row::Pg),
             On::LitePool(pool) => self.lite().fetch_optional(pool).await?.map(Row::Lite),
-            On::Pg(conn) => self.pg().fetch_optional(conn).await?.map(Row::Pg),
+            On::Pg(conn, p) => seen(p, self.pg().fetch_optional(conn).await)?.map(Row::Pg),
             On::Lite(conn) => self.lite().fetch_optional(conn).await?.map(Row::Lite),
         })
     }
@@ -349,7 +362,8 @@ fn wrap<R>(rows: Vec<R>, row: fn(R) -> Row) -> Vec<Row> {
 /// Dropping it without [`Tx::commit`] rolls back, so every early return of
 /// a refusal leaves nothing half written.
 pub(crate) enum Tx<'c> {
-    Pg(Transaction<'c, Postgres>),
+    /// With the primary's watch, when there are several servers.
+    Pg(Transaction<'c, Postgres>, Option<Arc<Primary>>),
     Lite(Transaction<'c, Sqlite>),
 }
 
@@ -358,7 +372,10 @@ impl Store {
     /// ([`SQLITE_BEGIN`]).
     pub(crate) async fn begin(&self) -> Result<Tx<'static>> {
         Ok(match &self.db {
-            Db::Pg(pool) => Tx::Pg(pool.begin().await?),
+            Db::Pg(pool) => {
+                let primary = self.primary.as_deref();
+                Tx::Pg(seen(primary, pool.begin().await)?, self.primary.clone())
+            }
             Db::Lite(pool) => Tx::Lite(pool.begin_with(SQLITE_BEGIN).await?),
         })
     }
@@ -368,14 +385,14 @@ impl Tx<'_> {
     /// Which backend the transaction runs on, for [`Backend::pick`].
     pub(crate) fn backend(&self) -> Backend {
         match self {
-            Self::Pg(_) => Backend::Postgres,
+            Self::Pg(..) => Backend::Postgres,
             Self::Lite(_) => Backend::Sqlite,
         }
     }
 
     pub(crate) async fn commit(self) -> Result<()> {
         match self {
-            Self::Pg(tx) => tx.commit().await?,
+            Self::Pg(tx, primary) => seen(primary.as_deref(), tx.commit().await)?,
             Self::Lite(tx) => tx.commit().await?,
         }
         Ok(())
@@ -386,7 +403,7 @@ impl Tx<'_> {
     /// worker always sees the rows). A no-op on SQLite, where the caller
     /// signals its in-process worker itself.
     pub(crate) async fn notify_wake(&mut self) -> Result<()> {
-        if matches!(self, Self::Pg(_)) {
+        if matches!(self, Self::Pg(..)) {
             query("SELECT pg_notify($1, '')")
                 .bind(WAKE_CHANNEL)
                 .execute(self)

@@ -23,6 +23,13 @@ impl Database {
         Store::connect(url).await.map(|store| Self { store })
     }
 
+    /// Connects to the primary among several PostgreSQL servers, and
+    /// follows it through failovers (see [`Store::connect_any`]); one URL
+    /// is [`Database::connect`].
+    pub async fn connect_any(urls: &[&str]) -> Result<Self> {
+        Store::connect_any(urls).await.map(|store| Self { store })
+    }
+
     /// Over a PostgreSQL pool the runtime already has.
     pub fn from_pg_pool(pool: PgPool) -> Self {
         Self {

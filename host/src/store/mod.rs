@@ -48,6 +48,7 @@
 //! passed as pairs, and `GREATEST` against the two-argument `MAX`.
 
 mod chat;
+mod connect;
 mod decode;
 mod deliveries;
 mod dialect;
@@ -58,8 +59,10 @@ mod link_data;
 mod links;
 mod migrate;
 mod policy;
+mod primary;
 mod read;
 mod retention;
+mod standbys;
 mod tasks;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -107,15 +110,14 @@ pub use read::status::{Judged, SessionStatus};
 pub use read::timeline::Shown;
 #[cfg(feature = "test-support")]
 pub use read::timeline::SHOWN_CHARS;
+pub use standbys::{Standbys, WalPosition};
 pub use tasks::{TaskAgent, TaskRecord};
 
-use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -177,6 +179,10 @@ pub enum StoreError {
         /// The value found.
         value: String,
     },
+    /// Several PostgreSQL servers were given and none is a writable
+    /// primary: what each answered (never a password).
+    #[error("no writable PostgreSQL primary among the servers given: {0}")]
+    NoPrimary(String),
     /// The database failed (connection, constraint, ...).
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
@@ -248,7 +254,9 @@ impl StoreError {
                 // PostgreSQL SQLSTATE classes 08 (connection), 40
                 // (serialization, deadlock), 53 (resources), 57P (operator
                 // intervention: shutdown, cannot connect now), 55P03 (lock
-                // not available); SQLite's BUSY (5) and LOCKED (6), with
+                // not available), 25006 (read-only transaction: a
+                // standby, while the store finds the primary again);
+                // SQLite's BUSY (5) and LOCKED (6), with
                 // their extended codes (SQLite's codes are numbers shorter
                 // than a SQLSTATE's five characters).
                 code.starts_with("08")
@@ -256,6 +264,7 @@ impl StoreError {
                     || code.starts_with("53")
                     || code.starts_with("57P")
                     || code == "55P03"
+                    || code == "25006"
                     || (code.len() < 5
                         && matches!(code.parse::<i32>().map(|c| c & 0xff), Ok(5 | 6)))
             }
@@ -298,86 +307,12 @@ pub(crate) enum Db {
 #[derive(Clone, Debug)]
 pub struct Store {
     pub(crate) db: Db,
+    /// The candidates and the watch over them, when several PostgreSQL
+    /// servers were given (see `primary`); `None` for one server.
+    pub(crate) primary: Option<Arc<primary::Primary>>,
 }
 
 impl Store {
-    /// Connects by URL scheme: `postgres://` or `postgresql://` → PostgreSQL,
-    /// `sqlite:` → an SQLite file (created if missing).
-    ///
-    /// Why these SQLite settings: WAL lets readers (the API) run while the
-    /// worker writes; `busy_timeout` turns writer contention into a short
-    /// wait instead of an error; foreign keys are on so the policy table's FK
-    /// holds. `sqlite::memory:` gets a single connection, because every
-    /// connection to `:memory:` would otherwise be a different database.
-    /// Does not migrate: call [`Store::migrate`].
-    pub async fn connect(url: &str) -> Result<Self> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            let pool = PgPoolOptions::new()
-                .max_connections(16)
-                .connect(url)
-                .await?;
-            return Ok(Self::from_pg_pool(pool));
-        }
-        if url.starts_with("sqlite:") {
-            let options = SqliteConnectOptions::from_str(url)?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(std::time::Duration::from_secs(10))
-                .foreign_keys(true);
-            let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-            let pool = if in_memory {
-                SqlitePoolOptions::new()
-                    .max_connections(1)
-                    .min_connections(1)
-                    .idle_timeout(None)
-                    .max_lifetime(None)
-                    .connect_with(options)
-                    .await?
-            } else {
-                SqlitePoolOptions::new()
-                    .max_connections(8)
-                    .connect_with(options)
-                    .await?
-            };
-            return Ok(Self::from_sqlite_pool(pool));
-        }
-        let scheme = url.split(':').next().unwrap_or_default().to_owned();
-        Err(StoreError::UnsupportedUrl(scheme))
-    }
-
-    /// Wraps an existing PostgreSQL pool (an embedding runtime may share its own).
-    pub fn from_pg_pool(pool: PgPool) -> Self {
-        Self { db: Db::Pg(pool) }
-    }
-
-    /// Wraps an existing SQLite pool. The caller is responsible for the
-    /// settings [`Store::connect`] applies (WAL, busy timeout, foreign keys).
-    pub fn from_sqlite_pool(pool: SqlitePool) -> Self {
-        Self { db: Db::Lite(pool) }
-    }
-
-    /// A store for request paths: on PostgreSQL a second pool to the same
-    /// database whose connections are waited for at most `acquire`, so that
-    /// during an outage a request answers (a 503) within that time rather
-    /// than after sqlx's default 30 s, while the worker's pool keeps
-    /// waiting as before. It connects lazily and holds at most 8
-    /// connections. SQLite is a local file that cannot be unreachable: the
-    /// same pool serves both.
-    pub fn for_requests(&self, acquire: std::time::Duration) -> Self {
-        match &self.db {
-            Db::Pg(pool) => {
-                let options = (*pool.connect_options()).clone();
-                let requests = PgPoolOptions::new()
-                    .max_connections(8)
-                    .acquire_timeout(acquire)
-                    .connect_lazy_with(options);
-                Self::from_pg_pool(requests)
-            }
-            Db::Lite(_) => self.clone(),
-        }
-    }
-
     /// How full this store's connection pool is now, for `/metrics`.
     pub fn pool_use(&self) -> PoolUse {
         fn of<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) -> PoolUse {

@@ -125,11 +125,19 @@ pub struct WorkerConfig {
     /// follows at once. Bounds a pass's memory when many large results
     /// finish together.
     pub pass_result_bytes: usize,
+    /// How long a deliver step waits, before its agent calls, for every
+    /// standby streaming from the PostgreSQL primary to flush the rows it
+    /// planned and claimed (see `deliver::fence`); `None` calls at once.
+    pub standby_fence: Option<Duration>,
     /// Record every decision in the store's decision log (see
     /// `Store::record_decisions`), for `policy replay` and `policy
     /// capture`.
     pub log_decisions: bool,
 }
+
+/// `--standby-fence-timeout`'s default: long enough for an asynchronous
+/// standby under load, short enough that a lost one delays calls by seconds.
+pub const DEFAULT_STANDBY_FENCE: Duration = Duration::from_secs(5);
 
 impl Default for WorkerConfig {
     fn default() -> Self {
@@ -147,6 +155,7 @@ impl Default for WorkerConfig {
             max_result_bytes: 256 << 10,
             delivery_concurrency: 32,
             pass_result_bytes: 64 << 20,
+            standby_fence: Some(DEFAULT_STANDBY_FENCE),
             log_decisions: true,
         }
     }

@@ -1,7 +1,9 @@
 //! Waking the worker from PostgreSQL `NOTIFY`: a listener task forwards
 //! every notification on [`WAKE_CHANNEL`] to the worker's in-process signal.
 //! A lost connection is re-established; notifications sent meanwhile are
-//! lost, which is fine: the jittered poll finds the work anyway.
+//! lost, which is fine: the jittered poll finds the work anyway. When the
+//! store switches to another primary (a failover), the connection is
+//! opened again there: notifications are sent on the primary.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,7 @@ pub fn spawn_pg_listener(
     shutdown: CancellationToken,
 ) -> Option<tokio::task::JoinHandle<()>> {
     let pool = store.pg_pool()?.clone();
+    let mut switches = store.primary_switches();
     Some(tokio::spawn(async move {
         loop {
             let connected = async {
@@ -36,6 +39,7 @@ pub fn spawn_pg_listener(
             };
             tokio::select! {
                 _ = shutdown.cancelled() => return,
+                () = switched(&mut switches) => continue,
                 result = connected => {
                     if let Err(e) = result {
                         tracing::warn!("wake listener lost its connection: {e}; reconnecting");
@@ -48,4 +52,15 @@ pub fn spawn_pg_listener(
             }
         }
     }))
+}
+
+/// Returns when the store has switched to another primary; never for a
+/// store with one server.
+async fn switched(switches: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(receiver) = switches {
+        if receiver.changed().await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending().await
 }

@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 mod duplicate_worker;
 mod failover;
+mod standby;
 
 /// One case at a time: each runs several processes and many connections.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

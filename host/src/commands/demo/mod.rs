@@ -82,7 +82,7 @@ pub async fn replay(timeline: Arc<Timeline>) -> Result<DemoSummary> {
     let api_addr = api_listener.local_addr()?;
     let token = format!("demo-{}", Uuid::new_v4().simple());
     let config = ServeConfig {
-        database_url: format!("sqlite:{}", dir.path().join("demo.db").display()),
+        database_urls: vec![format!("sqlite:{}", dir.path().join("demo.db").display())],
         token: Some(token.clone()),
         agent_webhook: Some(format!("http://{hook_addr}/hooks/nomos")),
         worker: WorkerConfig {
