@@ -51,6 +51,7 @@ mod chat;
 mod decode;
 mod deliveries;
 mod dialect;
+mod episode;
 mod executions;
 mod handle;
 mod keys;
@@ -70,6 +71,7 @@ mod workers;
 #[cfg(feature = "test-support")]
 pub use chat::history::SessionNotice;
 pub use deliveries::notice::NoticeAbout;
+pub use episode::Episode;
 #[cfg(feature = "test-support")]
 pub use deliveries::operator::OperatorCopy;
 pub use deliveries::operator::{OperatorNotice, OperatorOutcome};
