@@ -181,8 +181,11 @@ impl Cluster {
     pub async fn start(&self) {
         let log = self.dir.path().join("server.log").display().to_string();
         let data = self.data().display().to_string();
-        self.as_postgres("pg_ctl", &["-D", &data, "-l", &log, "-w", "-t", "60", "start"])
-            .await;
+        self.as_postgres(
+            "pg_ctl",
+            &["-D", &data, "-l", &log, "-w", "-t", "60", "start"],
+        )
+        .await;
     }
 
     /// Stops it (`pg_ctl stop -m fast|immediate`) and waits until it is down.
@@ -243,13 +246,12 @@ impl Cluster {
             .unwrap_or_else(|e| panic!("read {}'s WAL position: {e}", self.name));
         until(&format!("{} replayed {lsn}", standby.name), || async {
             let mut conn = PgConnection::connect(&standby.url("postgres")).await.ok()?;
-            let caught_up: Option<bool> = sqlx::query_scalar(
-                "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
-            )
-            .bind(&lsn)
-            .fetch_one(&mut conn)
-            .await
-            .ok()?;
+            let caught_up: Option<bool> =
+                sqlx::query_scalar("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn")
+                    .bind(&lsn)
+                    .fetch_one(&mut conn)
+                    .await
+                    .ok()?;
             caught_up.unwrap_or(false).then_some(())
         })
         .await;

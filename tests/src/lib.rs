@@ -1,8 +1,8 @@
 //! Shared support for the integration tests.
 pub mod agents;
 pub mod api;
-pub mod cluster;
 pub mod browser;
+pub mod cluster;
 pub mod cut;
 pub mod db;
 pub mod http;

@@ -71,7 +71,6 @@ mod workers;
 #[cfg(feature = "test-support")]
 pub use chat::history::SessionNotice;
 pub use deliveries::notice::NoticeAbout;
-pub use episode::Episode;
 #[cfg(feature = "test-support")]
 pub use deliveries::operator::OperatorCopy;
 pub use deliveries::operator::{OperatorNotice, OperatorOutcome};
@@ -80,6 +79,7 @@ pub use deliveries::record::FailedCall;
 #[cfg(feature = "test-support")]
 pub use deliveries::settle::OPERATOR_DROP_REASON;
 pub use deliveries::settle::{OperatorDrop, RetryOutcome};
+pub use episode::Episode;
 pub use handle::Database;
 pub use keys::KeyClaim;
 pub use link_data::{LinkTask, LinkTrace};

@@ -155,7 +155,8 @@ impl Deliverer {
         // before calling them, they are let go and their leases lapse, so
         // another pass claims them (never kept renewed and uncalled).
         let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
-        self.lock_in_flight().extend(claimed.iter().filter_map(claimed_lease));
+        self.lock_in_flight()
+            .extend(claimed.iter().filter_map(claimed_lease));
         let settled = match self.record_unrecorded(&mut report).await {
             Ok(()) if poll == Poll::Sweep => self.drop_outside_window(&mut report).await,
             other => other,
@@ -541,6 +542,8 @@ impl Deliverer {
 /// without a recorded end is taken as ended: it is confirmed before any
 /// call).
 fn claimed_lease(delivery: &Delivery) -> Option<(Claim, DateTime<Utc>)> {
-    let until = delivery.lease_expires_at.unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let until = delivery
+        .lease_expires_at
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
     Some((delivery.claim()?, until))
 }

@@ -246,16 +246,21 @@ impl Deliverer {
 
     /// Records a failed attempt (see [`Self::record_failure`]) and what the
     /// record did.
-    async fn failed_attempt(&self, delivery: &Delivery, claim: Claim, error: &AgentError) -> Recorded {
+    async fn failed_attempt(
+        &self,
+        delivery: &Delivery,
+        claim: Claim,
+        error: &AgentError,
+    ) -> Recorded {
         let recorded = self.record_failure(delivery, claim, error).await;
-                match self.records.observe(recorded) {
-                    Ok(AttemptOutcome::Retry { .. }) => Recorded::Retried,
-                    Ok(AttemptOutcome::GaveUp { .. }) => Recorded::GaveUp,
-                    Ok(AttemptOutcome::LeaseLost) => Recorded::LeaseLost,
-                    // The lease lapses and the call is made again: its last
-                    // outcome was a failure, so no acceptance is repeated.
-                    Err(_) => Recorded::Lapsed,
-                }
+        match self.records.observe(recorded) {
+            Ok(AttemptOutcome::Retry { .. }) => Recorded::Retried,
+            Ok(AttemptOutcome::GaveUp { .. }) => Recorded::GaveUp,
+            Ok(AttemptOutcome::LeaseLost) => Recorded::LeaseLost,
+            // The lease lapses and the call is made again: its last
+            // outcome was a failure, so no acceptance is repeated.
+            Err(_) => Recorded::Lapsed,
+        }
     }
 
     /// Records a failed call: a retry after a backoff (not before the

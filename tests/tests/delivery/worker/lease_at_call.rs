@@ -35,7 +35,10 @@ async fn a_call_does_not_begin_on_a_lease_its_clock_says_has_run_out() {
     assert_eq!(planned.planned, 1);
 
     let mut lock = PgConnection::connect(&db.url).await.expect("connect");
-    sqlx::query("BEGIN").execute(&mut lock).await.expect("begin");
+    sqlx::query("BEGIN")
+        .execute(&mut lock)
+        .await
+        .expect("begin");
     sqlx::query("LOCK TABLE executions IN ACCESS EXCLUSIVE MODE")
         .execute(&mut lock)
         .await

@@ -23,8 +23,7 @@ use nomos_continue_tests::wait::until;
 use uuid::Uuid;
 
 use super::outage::{
-    everything_completes, request_paths_answer_503, runtime_reports,
-    the_worker_logged_one_episode,
+    everything_completes, request_paths_answer_503, runtime_reports, the_worker_logged_one_episode,
 };
 use super::{database, Work, SERIAL};
 

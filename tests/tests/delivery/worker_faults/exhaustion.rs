@@ -100,7 +100,10 @@ async fn connections_exhausted_by_another_client_delay_the_work_and_lose_nothing
         episodes(&replica.stderr()).get("worker pass").map(|_| ())
     })
     .await;
-    assert!(server.requests().is_empty(), "delivered without a connection");
+    assert!(
+        server.requests().is_empty(),
+        "delivered without a connection"
+    );
 
     drop(other);
     let probe = (session, execution);

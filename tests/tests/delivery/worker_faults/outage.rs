@@ -103,13 +103,28 @@ pub(super) async fn everything_completes(
 /// how many ended (see `store::Episode`).
 pub(super) fn episodes(stderr: &str) -> BTreeMap<String, (usize, usize)> {
     let mut out: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for line in stderr.lines() {
+    for line in stderr.lines().map(plain) {
+        let line = line.as_str();
         if let Some(what) = field(line, " failed: ")
             .filter(|_| line.contains("; retrying, logged again when it succeeds"))
         {
             out.entry(what).or_default().0 += 1;
         } else if let Some(what) = field(line, " works again after ") {
             out.entry(what).or_default().1 += 1;
+        }
+    }
+    out
+}
+
+/// A log line without its terminal colours (`ESC [ … m`).
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            out.push(c);
         }
     }
     out

@@ -126,7 +126,11 @@ async fn partition(lease_secs: u64, poll_ms: u64) -> Option<Duration> {
     .await;
 
     let requests = server.requests();
-    assert_eq!(from("/cut"), SESSIONS, "the cut replica made a call while cut");
+    assert_eq!(
+        from("/cut"),
+        SESSIONS,
+        "the cut replica made a call while cut"
+    );
     for (key, sent) in by_key(&requests) {
         let paths: Vec<&str> = (requests.iter())
             .filter(|r| r.header("idempotency-key") == Some(key.as_str()))
