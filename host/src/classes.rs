@@ -158,6 +158,17 @@ impl StatusClasses {
         }
     }
 
+    /// The same classes, sharing the in-process copy, read and kept through
+    /// `store`: the API's request store, whose wait for a connection is
+    /// short, so that a report answers its 503 within the API's bound
+    /// during an outage rather than waiting on the worker's pool.
+    pub fn through(&self, store: Store) -> Self {
+        Self {
+            store,
+            ..self.clone()
+        }
+    }
+
     /// The answers of `revision` already copied, and the statuses not.
     fn copied(
         &self,

@@ -84,6 +84,10 @@ pub enum Reply {
     /// Answer 200 after this long: a slow agent for benchmarks (the fake
     /// agent's behaviour, never a test's timing).
     SlowOk(std::time::Duration),
+    /// Answer 200 once the test opens the gate
+    /// ([`RecordingServer::open_gate`]): a call kept in flight for exactly
+    /// as long as a test needs, without a sleep.
+    Held,
 }
 
 impl Reply {
@@ -185,6 +189,7 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     count: watch::Sender<usize>,
     release: watch::Receiver<bool>,
+    gate: watch::Sender<bool>,
 }
 
 /// The running server. Dropping it stops accepting connections and lets
@@ -208,6 +213,7 @@ impl RecordingServer {
             requests: Mutex::new(Vec::new()),
             count: watch::channel(0).0,
             release: release_rx,
+            gate: watch::channel(false).0,
         });
         let app = Router::new()
             .fallback(handle)
@@ -243,6 +249,11 @@ impl RecordingServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Lets every [`Reply::Held`] answer, those waiting and those to come.
+    pub fn open_gate(&self) {
+        self.shared.gate.send_replace(true);
     }
 
     /// Waits until at least `n` requests have arrived and returns them all:
@@ -324,6 +335,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             let mut release = shared.release.clone();
             let _ = release.wait_for(|released| *released).await;
             StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Reply::Held => {
+            let mut gate = shared.gate.subscribe();
+            let _ = gate.wait_for(|open| *open).await;
+            StatusCode::OK.into_response()
         }
         Reply::SlowOk(delay) => {
             tokio::time::sleep(delay).await;

@@ -238,16 +238,22 @@ impl Replica {
     /// SIGTERM (a graceful shutdown: deliveries in flight finish, spans are
     /// flushed), then its exit status, bounded by the start time-out.
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = (self.child.id()).unwrap_or_else(|| panic!("{} has exited", self.worker_id));
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap_or_else(|e| panic!("run kill: {e}"));
-        assert!(sent.success(), "kill -TERM {pid}");
+        self.signal("TERM");
         tokio::time::timeout(START_TIMEOUT, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("no exit after SIGTERM: {}", self.stderr()))
             .unwrap_or_else(|e| panic!("wait for {}: {e}", self.worker_id))
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`: a replica frozen and thawed, so a
+    /// test can change the database under it without a race).
+    pub fn signal(&self, signal: &str) {
+        let pid = (self.child.id()).unwrap_or_else(|| panic!("{} has exited", self.worker_id));
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("run kill: {e}"));
+        assert!(sent.success(), "kill -{signal} {pid}");
     }
 
     /// SIGKILL (what `kill -9` sends) and wait until the process is gone:

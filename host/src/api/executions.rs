@@ -61,9 +61,10 @@ pub(super) async fn record_status(
     cap_text("result", result, max_result_bytes(state.policy.limits()))?;
     storable("status", status)?;
     storable("result", result)?;
-    // The classes share the worker's pool, which waits long for a
-    // connection; a request does not (see `Store::for_requests`).
-    let classes = state.deployment.classes();
+    // Read through the request store, which waits briefly for a
+    // connection (see `Store::for_requests`); the bound below is for a
+    // slow policy.
+    let classes = state.deployment.classes().through(state.store.clone());
     let finished = match tokio::time::timeout(CLASS_WITHIN, classes.class(status)).await {
         Ok(Ok(class)) => class.is_terminal(),
         Ok(Err(ClassError::Store(e))) => return Err(e.into()),

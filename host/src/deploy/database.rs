@@ -47,8 +47,15 @@ impl DbPolicyWatcher {
             WatchOutcome::Activated(revision) => {
                 tracing::info!(revision = %revision.short(), "policy shadow set from the database");
             }
-            WatchOutcome::Failed(why) => tracing::warn!("policy watcher: {why}"),
-            WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => {}
+            // Reported by the watch loop as its failure (once per episode),
+            // unless the active revision's look failed too: the same outage.
+            WatchOutcome::Failed(why) if matches!(active, WatchOutcome::Unchanged) => {
+                return WatchOutcome::Failed(why);
+            }
+            WatchOutcome::Failed(why) if !matches!(active, WatchOutcome::Failed(_)) => {
+                tracing::warn!("policy watcher: {why}");
+            }
+            WatchOutcome::Failed(_) | WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => {}
         }
         active
     }

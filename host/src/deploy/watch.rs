@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::WatchOutcome;
+use crate::store::Episode;
 
 /// A source of policy revisions looked at every [`Look::interval`].
 #[async_trait]
@@ -25,24 +26,33 @@ pub trait Look: Send {
     where
         Self: Sized,
     {
+        // A database that is down fails every look: one episode.
+        let episode = Episode::new("policy watcher");
         loop {
             let outcome = self.look().await;
-            if !pause(outcome, self.interval(), &shutdown).await {
+            if !pause(outcome, self.interval(), &episode, &shutdown).await {
                 return;
             }
         }
     }
 }
 
-/// Logs what a look found and waits `interval`; `false` once `shutdown` is
-/// cancelled. (Refusals are logged where they happen, with their source.)
-async fn pause(outcome: WatchOutcome, interval: Duration, shutdown: &CancellationToken) -> bool {
+/// Logs what a look found (a failure as part of `episode`) and waits
+/// `interval`; `false` once `shutdown` is cancelled. (Refusals are logged
+/// where they happen, with their source.)
+async fn pause(
+    outcome: WatchOutcome,
+    interval: Duration,
+    episode: &Episode,
+    shutdown: &CancellationToken,
+) -> bool {
     match outcome {
         WatchOutcome::Activated(revision) => {
+            episode.succeeded();
             tracing::info!(revision = %revision.short(), "policy activated");
         }
-        WatchOutcome::Failed(why) => tracing::warn!("policy watcher: {why}"),
-        WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => {}
+        WatchOutcome::Failed(why) => episode.failed(&why),
+        WatchOutcome::Unchanged | WatchOutcome::Rejected(..) => episode.succeeded(),
     }
     tokio::select! {
         _ = shutdown.cancelled() => false,

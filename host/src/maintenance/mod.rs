@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::store::Episode;
+
 pub use rescuer::Rescuer;
 #[cfg(feature = "test-support")]
 pub use retention::TextPurged;
@@ -23,17 +25,22 @@ pub use retention::{Retention, TextRetention};
 pub use stuck::{StuckWatch, DEFAULT_STUCK_AFTER};
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
-/// pass is logged as `what` and tried again at the next interval.
-async fn every<F, Fut, T, E>(interval: Duration, shutdown: CancellationToken, what: &str, pass: F)
-where
+/// pass is tried again at the next interval. Failures are logged as one
+/// episode named `what` (its start and its end, not every failed pass):
+/// while the database is down each of these loops fails on every pass.
+async fn every<F, Fut, T, E>(
+    interval: Duration,
+    shutdown: CancellationToken,
+    what: &'static str,
+    pass: F,
+) where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
+    let episode = Episode::new(what);
     loop {
-        if let Err(e) = pass().await {
-            tracing::warn!("{what} failed: {e}");
-        }
+        let _ = episode.observe(pass().await);
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(interval) => {}

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::clock::{Clock, OffsetClock};
-use crate::store::{Registration, Store};
+use crate::store::{Episode, Registration, Store};
 
 /// Claims `worker_id` for this process (`instance`), or fails start-up
 /// naming the id and when a dead holder's registration lapses.
@@ -63,15 +63,16 @@ pub(super) async fn keep_registered(
     every: Duration,
     shutdown: CancellationToken,
 ) -> Result<()> {
+    let episode = Episode::new("worker heartbeat");
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             _ = tokio::time::sleep(every) => {}
         }
-        match store
+        let beat = store
             .worker_heartbeat(&worker_id, instance, clock.now())
-            .await
-        {
+            .await;
+        match episode.observe(beat) {
             Ok(true) => {}
             Ok(false) => {
                 shutdown.cancel();
@@ -80,7 +81,7 @@ pub(super) async fn keep_registered(
                      one's heartbeats went stale; shutting down"
                 );
             }
-            Err(e) => tracing::warn!(worker = %worker_id, "worker heartbeat failed: {e}"),
+            Err(_) => {}
         }
     }
 }
@@ -95,13 +96,12 @@ pub(super) async fn resync_clock(
     store: Store,
     shutdown: CancellationToken,
 ) {
+    let episode = Episode::new("reading the database's clock");
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(CLOCK_RESYNC) => {}
         }
-        if let Err(e) = clock.sync(store.database_now()).await {
-            tracing::warn!("reading the database's clock failed: {e}");
-        }
+        let _ = episode.observe(clock.sync(store.database_now()).await);
     }
 }

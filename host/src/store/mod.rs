@@ -52,6 +52,7 @@ mod connect;
 mod decode;
 mod deliveries;
 mod dialect;
+mod episode;
 mod executions;
 mod handle;
 mod keys;
@@ -81,6 +82,7 @@ pub use deliveries::record::FailedCall;
 #[cfg(feature = "test-support")]
 pub use deliveries::settle::OPERATOR_DROP_REASON;
 pub use deliveries::settle::{OperatorDrop, RetryOutcome};
+pub use episode::Episode;
 pub use handle::Database;
 pub use keys::KeyClaim;
 pub use link_data::{LinkTask, LinkTrace};

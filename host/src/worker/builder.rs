@@ -17,7 +17,7 @@ use crate::classes::StatusClasses;
 use crate::clock::{Clock, SystemClock};
 use crate::metrics::Metrics;
 use crate::policy::{PolicyHandle, PolicyRuntime};
-use crate::store::Store;
+use crate::store::{Episode, Store};
 
 /// A [`Worker`] being put together; [`WorkerBuilder::build`] ends it.
 #[must_use = "a builder does nothing until `build`"]
@@ -82,6 +82,7 @@ impl WorkerBuilder {
             clock: self.clock,
             config: self.config,
             metrics: self.metrics,
+            decision_log: Arc::new(Episode::new("writing the decision log")),
         };
         Worker {
             planner: Planner::new(cx.clone()),

@@ -13,7 +13,7 @@ use crate::classes::StatusClasses;
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::policy::PolicyHandle;
-use crate::store::Store;
+use crate::store::{Episode, Store};
 
 use super::WorkerConfig;
 
@@ -27,4 +27,7 @@ pub(crate) struct Context {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: WorkerConfig,
     pub(crate) metrics: Arc<Metrics>,
+    /// Failed writes of the decision log (by plan passes and by retries),
+    /// logged as one episode.
+    pub(crate) decision_log: Arc<Episode>,
 }

@@ -46,7 +46,7 @@ use crate::classes::ClassError;
 use crate::policy::{PolicyRuntime, PolicyTaskFailed};
 #[cfg(feature = "test-support")]
 use crate::store::Claim;
-use crate::store::{Poll, Store, StoreError};
+use crate::store::{Episode, Poll, Store, StoreError};
 
 pub use builder::WorkerBuilder;
 pub use deliver::DeliverReport;
@@ -277,6 +277,9 @@ impl Worker {
     /// sweep, sweeps. On shutdown it stops claiming; deliveries already in
     /// flight finish within the pass.
     pub async fn run(self, shutdown: CancellationToken) {
+        // While the database is down every pass fails: one episode, logged
+        // when it starts and when it ends, not a line per pass.
+        let episode = Episode::new("worker pass");
         let mut sweep = true;
         let mut last_sweep = tokio::time::Instant::now();
         loop {
@@ -290,7 +293,7 @@ impl Worker {
             if sweep {
                 last_sweep = tokio::time::Instant::now();
             }
-            let busy = match self.pass(&shutdown, poll).await {
+            let busy = match episode.observe(self.pass(&shutdown, poll).await) {
                 Ok(report) => {
                     report.plan.planned
                         + report.plan.dropped
@@ -299,10 +302,7 @@ impl Worker {
                         + report.deliver.dropped_unsent
                         > 0
                 }
-                Err(e) => {
-                    tracing::error!(worker = %self.config().worker_id, "worker pass failed: {e}");
-                    false
-                }
+                Err(_) => false,
             };
             if busy {
                 sweep = false;

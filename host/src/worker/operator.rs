@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentError, Operator};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
-use crate::store::{OperatorNotice, OperatorOutcome, OperatorState, Store, StoreError};
+use crate::store::{Episode, OperatorNotice, OperatorOutcome, OperatorState, Store, StoreError};
 
 /// The operator channel's settings.
 #[derive(Clone, Debug)]
@@ -105,13 +105,12 @@ impl Notifier {
         }
     }
 
-    /// Passes every `config.poll` until `shutdown`; a failed pass is logged
-    /// and tried again at the next.
+    /// Passes every `config.poll` until `shutdown`; a failed pass is tried
+    /// again at the next, and failures are logged as one episode.
     pub async fn run(self, shutdown: CancellationToken) {
+        let episode = Episode::new("operator notices pass");
         loop {
-            if let Err(e) = self.pass().await {
-                tracing::warn!("operator notices: pass failed: {e}");
-            }
+            let _ = episode.observe(self.pass().await);
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(self.config.poll) => {}

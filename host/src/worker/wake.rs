@@ -12,7 +12,7 @@ use sqlx::postgres::PgListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{Store, WAKE_CHANNEL};
+use crate::store::{Episode, Store, WAKE_CHANNEL};
 
 /// Starts the listener if `store` is PostgreSQL; returns `None` on SQLite,
 /// where the API's in-process signal is the only wake-up.
@@ -24,10 +24,14 @@ pub fn spawn_pg_listener(
     let pool = store.pg_pool()?.clone();
     let mut switches = store.primary_switches();
     Some(tokio::spawn(async move {
+        // A database that is down fails every reconnection: one episode,
+        // ended once the listener is back.
+        let episode = Episode::new("wake listener");
         loop {
             let connected = async {
                 let mut listener = PgListener::connect_with(&pool).await?;
                 listener.listen(WAKE_CHANNEL).await?;
+                episode.succeeded();
                 // Something may have happened while we were not listening.
                 wake.notify_one();
                 loop {
@@ -42,7 +46,7 @@ pub fn spawn_pg_listener(
                 () = switched(&mut switches) => continue,
                 result = connected => {
                     if let Err(e) = result {
-                        tracing::warn!("wake listener lost its connection: {e}; reconnecting");
+                        episode.failed(&e);
                     }
                 }
             }

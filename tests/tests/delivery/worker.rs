@@ -9,6 +9,7 @@ mod classes;
 mod fold;
 mod group;
 mod journal;
+mod lease_at_call;
 mod person;
 mod promises;
 mod races;

@@ -21,8 +21,12 @@ use nomos_continue_tests::wait::until;
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
+mod disk_full;
 mod duplicate_worker;
+mod exhaustion;
 mod failover;
+mod outage;
+mod partition;
 mod standby;
 
 /// One case at a time: each runs several processes and many connections.

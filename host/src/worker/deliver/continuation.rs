@@ -168,8 +168,8 @@ impl Deliverer {
         };
         let evaluated = self.policy.decide_batch(inputs).await?;
         let entries = crate::worker::journal::redecided(delivery, logged, &evaluated);
-        if let Err(e) = self.store.record_decisions(&entries, now).await {
-            tracing::warn!("the decision log missed a retry's decisions: {e}");
+        let written = self.store.record_decisions(&entries, now).await;
+        if self.decision_log.observe(written).is_err() {
             self.metrics.decision_log_failed();
         }
         Ok(evaluated.value.ok().and_then(|decisions| {

@@ -3,10 +3,11 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Deliverer;
-use crate::store::{Claim, Delivery};
+use crate::store::Claim;
 
 impl Deliverer {
     /// Renews the leases of this worker's calls in flight and of accepted
@@ -20,12 +21,12 @@ impl Deliverer {
         if claims.is_empty() {
             return;
         }
-        let lease = self.config.lease_duration();
-        match self
-            .store
-            .renew_leases(&claims, self.clock.now(), lease)
-            .await
-        {
+        let (now, lease) = (self.clock.now(), self.config.lease_duration());
+        let renewed = self.store.renew_leases(&claims, now, lease).await;
+        if let Ok(held) = &renewed {
+            self.extend_leases(held, now + lease);
+        }
+        match self.renewals.observe(renewed) {
             Ok(held) if held.len() < claims.len() => {
                 // A claim recorded while the renewal ran is no longer
                 // pending, so not renewed, and no longer ours in flight:
@@ -40,46 +41,57 @@ impl Deliverer {
                     tracing::warn!(lost, "leases taken over while their calls ran");
                 }
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("lease renewal failed: {e}"),
+            Ok(_) | Err(_) => {}
         }
     }
 
-    /// The claims of a fresh batch that still hold their lease, checked just
-    /// before their calls when the lease may have lapsed since it was taken
-    /// (the claim's round trip, or the wait for the SOUL, took longer than
-    /// a renewal period): those leases are renewed, in one statement for the
-    /// batch, and a claim another worker has taken over in the meantime is
-    /// not called, so that worker's call is the only one. A batch whose
-    /// lease is fresh costs no round trip.
-    pub(super) async fn still_held(&self, batch: &[Delivery]) -> HashSet<Claim> {
+    /// Records that the leases of `ids` (those of this worker's claims in
+    /// flight) last until `until`, as a renewal made them.
+    pub(super) fn extend_leases(&self, ids: &[Uuid], until: DateTime<Utc>) {
+        let ids: HashSet<&Uuid> = ids.iter().collect();
+        for (claim, known) in self.lock_in_flight().iter_mut() {
+            if ids.contains(&claim.id) {
+                *known = until.max(*known);
+            }
+        }
+    }
+
+    /// The `claims` that still hold their lease, checked before they are
+    /// called: a claim whose lease, as last known (claimed or renewed), ends
+    /// within a renewal period by this worker's clock is renewed first, in
+    /// one statement for all of them, and one that was taken over (or that
+    /// cannot be confirmed: the database does not answer) is not held, so
+    /// it is not called and the worker holding it now makes the only call.
+    /// Claims whose lease is fresh cost no round trip. Asked for a fresh
+    /// batch (its claim or the wait for the SOUL may have been slow) and
+    /// again at each call, after whatever the call waited for (the batch's
+    /// reads, the policy before a retry).
+    pub(super) async fn still_held(&self, claims: &[Claim]) -> HashSet<Claim> {
         let margin = chrono::Duration::from_std(self.config.renew_interval())
             .unwrap_or(chrono::Duration::zero());
         let now = self.clock.now();
-        let (fresh, stale): (Vec<&Delivery>, Vec<&Delivery>) = batch
-            .iter()
-            .partition(|d| d.lease_expires_at.is_some_and(|until| now + margin < until));
-        let mut held: HashSet<Claim> = fresh.iter().filter_map(|d| d.claim()).collect();
-        let stale: Vec<Claim> = stale
-            .iter()
-            .filter(|d| d.lease_expires_at.is_some())
-            .filter_map(|d| d.claim())
-            .collect();
+        let (mut held, stale) = {
+            let in_flight = self.lock_in_flight();
+            let known = |c: &Claim| in_flight.get(c).copied();
+            let held: HashSet<Claim> = (claims.iter())
+                .filter(|c| known(c).is_some_and(|until| now + margin < until))
+                .copied()
+                .collect();
+            let stale: Vec<Claim> = (claims.iter())
+                .filter(|c| known(c).is_some_and(|until| now + margin >= until))
+                .copied()
+                .collect();
+            (held, stale)
+        };
         if stale.is_empty() {
             return held;
         }
         let lease = self.config.lease_duration();
-        match self.store.renew_leases(&stale, now, lease).await {
-            Ok(renewed) => {
-                let renewed: HashSet<Uuid> = renewed.into_iter().collect();
-                held.extend(stale.into_iter().filter(|c| renewed.contains(&c.id)));
-            }
-            Err(e) => {
-                tracing::warn!(
-                    claims = stale.len(),
-                    "could not confirm stale claims, not calling: {e}"
-                );
-            }
+        let renewed = self.store.renew_leases(&stale, now, lease).await;
+        if let Ok(renewed) = self.renewals.observe(renewed) {
+            self.extend_leases(&renewed, now + lease);
+            let renewed: HashSet<Uuid> = renewed.into_iter().collect();
+            held.extend(stale.into_iter().filter(|c| renewed.contains(&c.id)));
         }
         held
     }

@@ -15,7 +15,14 @@
 //!   recorded on the next pass instead of being called again (P2, P6);
 //! - a continuation is claimed only while its window is open, and one whose
 //!   window closed while it waited or between retries is dropped with one
-//!   notice (P3, P1).
+//!   notice (P3, P1);
+//! - a call begins only on a lease this worker's clock says is still
+//!   running: each claim's lease is known (as taken, or as last renewed),
+//!   and a call whose lease is within a renewal period of its end is
+//!   confirmed by a renewal first. A worker cut from the database (whose
+//!   reads before the call may hang until the network mends, long after
+//!   another worker took the claim over) then never sends a key another
+//!   worker holds (P2, P3).
 
 mod continuation;
 mod fence;
@@ -23,16 +30,18 @@ mod lease;
 mod record;
 mod trace;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::{AgentError, Continuation, Notice};
-use crate::store::{Claim, Delivery, DeliveryKind, LinkTrace, Poll};
+use crate::store::{Claim, Delivery, DeliveryKind, Episode, LinkTrace, Poll};
 use crate::worker::context::Context;
 use crate::worker::{notices, WorkerError};
 use record::{NotAccepted, Recorded, Recorder};
@@ -49,11 +58,20 @@ pub(crate) struct Deliverer {
     /// database was unreachable): recorded first on the next pass, and
     /// their leases renewed meanwhile, so they are never called again.
     unrecorded: Arc<Mutex<Vec<Claim>>>,
-    /// Claims whose call is running now, whose leases are renewed.
-    in_flight: Arc<Mutex<HashSet<Claim>>>,
+    /// Claims whose call is running now, whose leases are renewed, with
+    /// the time each lease is known to last until by this worker's clock
+    /// (as claimed, or as last renewed).
+    in_flight: Arc<Mutex<HashMap<Claim, DateTime<Utc>>>>,
     /// Whether the standby fence is holding calls back (logged once per
     /// episode).
     fence: Arc<fence::Episode>,
+    /// Failed lease renewals and confirmations, logged as one episode.
+    renewals: Arc<Episode>,
+    /// Failed records of calls' outcomes, logged as one episode.
+    records: Arc<Episode>,
+    /// Failed reads of what calls need (executions, classes, the policy's
+    /// second look before a retry), logged as one episode.
+    loads: Arc<Episode>,
 }
 
 impl Deref for Deliverer {
@@ -72,6 +90,9 @@ impl Deliverer {
             unrecorded: Arc::default(),
             in_flight: Arc::default(),
             fence: Arc::default(),
+            renewals: Arc::new(Episode::new("lease renewal")),
+            records: Arc::new(Episode::new("recording a call's outcome")),
+            loads: Arc::new(Episode::new("loading what a call needs")),
         }
     }
 }
@@ -98,12 +119,11 @@ pub struct DeliverReport {
     pub unrecorded: usize,
 }
 
-/// What a claimed delivery is called with.
+/// What a claimed delivery is called with; `Err` when its executions could
+/// not be loaded (the error): not called, retried.
 enum Ready {
     Notice,
     Continuation(Box<Continuation>),
-    /// Its executions could not be loaded (the error): not called, retried.
-    Unloaded(String),
 }
 
 /// How a call task ended.
@@ -141,7 +161,8 @@ impl Deliverer {
         // before calling them, they are let go and their leases lapse, so
         // another pass claims them (never kept renewed and uncalled).
         let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
-        self.lock_in_flight().extend(preclaimed.iter().copied());
+        self.lock_in_flight()
+            .extend(claimed.iter().filter_map(claimed_lease));
         let settled = match self.record_unrecorded(&mut report).await {
             Ok(()) if poll == Poll::Sweep => self.drop_outside_window(&mut report).await,
             other => other,
@@ -197,7 +218,7 @@ impl Deliverer {
                 calls.spawn(async move {
                     let called = match held_back {
                         Some(why) => Err(NotAccepted::Failed(AgentError::unavailable(why))),
-                        None => worker.call(&delivery, ready, trace).await,
+                        None => worker.call(&delivery, claim, ready, trace).await,
                     };
                     match called {
                         Ok(()) => Finished::Accepted(claim),
@@ -281,7 +302,7 @@ impl Deliverer {
             )
             .await?;
         self.lock_in_flight()
-            .extend(claimed.iter().filter_map(Delivery::claim));
+            .extend(claimed.iter().filter_map(claimed_lease));
         Ok(claimed)
     }
 
@@ -294,8 +315,9 @@ impl Deliverer {
         batch: Vec<Delivery>,
         soul: &str,
         report: &mut DeliverReport,
-    ) -> Vec<(Delivery, Claim, Ready, Option<LinkTrace>)> {
-        let held = self.still_held(&batch).await;
+    ) -> Vec<(Delivery, Claim, Result<Ready, String>, Option<LinkTrace>)> {
+        let claims: Vec<Claim> = batch.iter().filter_map(Delivery::claim).collect();
+        let held = self.still_held(&claims).await;
         let mut ready = Vec::with_capacity(batch.len());
         for delivery in batch {
             let Some(claim) = delivery.claim() else {
@@ -315,7 +337,7 @@ impl Deliverer {
             .collect();
         let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
         let mut unloaded = String::from("not loaded");
-        match self.continuations(&wanted, soul).await {
+        match self.loads.observe(self.continuations(&wanted, soul).await) {
             Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
             Err(e) => unloaded = e.to_string(),
         }
@@ -324,9 +346,9 @@ impl Deliverer {
             .into_iter()
             .map(|(delivery, claim)| {
                 let prepared = match (delivery.kind, built.remove(&delivery.id)) {
-                    (DeliveryKind::Notice, _) => Ready::Notice,
-                    (DeliveryKind::Continuation, Some(c)) => Ready::Continuation(Box::new(c)),
-                    (DeliveryKind::Continuation, None) => Ready::Unloaded(unloaded.clone()),
+                    (DeliveryKind::Notice, _) => Ok(Ready::Notice),
+                    (DeliveryKind::Continuation, Some(c)) => Ok(Ready::Continuation(Box::new(c))),
+                    (DeliveryKind::Continuation, None) => Err(unloaded.clone()),
                 };
                 let trace = traces.remove(&delivery.id);
                 (delivery, claim, prepared, trace)
@@ -346,26 +368,37 @@ impl Deliverer {
     }
 
     /// Calls the agent for one claimed delivery, in a `deliver` span under
-    /// `trace` whose context the call carries.
+    /// `trace` whose context the call carries, if `claim` still holds its
+    /// lease at the moment of the call (see [`Self::still_held`]).
     async fn call(
         &self,
         delivery: &Delivery,
-        ready: Ready,
+        claim: Claim,
+        ready: Result<Ready, String>,
         trace: Option<LinkTrace>,
     ) -> Result<(), NotAccepted> {
         if let Some(error) = self.lost_claims(delivery) {
             return Err(NotAccepted::Failed(error));
         }
+        // The executions could not be read: a shortage, tried again.
+        let ready = ready.map_err(|e| {
+            NotAccepted::NotMade(AgentError::unavailable(format!(
+                "could not load the executions: {e}"
+            )))
+        })?;
         if delivery.kind == DeliveryKind::Continuation {
-            match self.redecide(delivery).await {
+            match self.loads.observe(self.redecide(delivery).await) {
                 Ok(Some(reason)) => return Err(NotAccepted::Dropped(reason)),
                 Ok(None) => {}
                 Err(e) => {
-                    return Err(NotAccepted::Failed(AgentError::unavailable(format!(
+                    return Err(NotAccepted::NotMade(AgentError::unavailable(format!(
                         "could not ask the policy before the retry: {e}"
                     ))))
                 }
             }
+        }
+        if !self.still_held(&[claim]).await.contains(&claim) {
+            return Err(NotAccepted::NotHeld);
         }
         let span = trace::span(delivery, trace.as_ref());
         let (traceparent, tracestate) = span.headers();
@@ -374,10 +407,6 @@ impl Deliverer {
                 (continuation.traceparent, continuation.tracestate) = (traceparent, tracestate);
                 self.agent.continue_session(&continuation).await
             }
-            // The executions could not be read: a shortage, tried again.
-            Ready::Unloaded(e) => Err(AgentError::unavailable(format!(
-                "could not load the executions: {e}"
-            ))),
             Ready::Notice => {
                 let notice = Notice {
                     session_id: delivery.session_id,
@@ -420,12 +449,14 @@ impl Deliverer {
     /// not yet recorded: what a crash now would leave with an unknown
     /// outcome.
     pub fn claims_in_flight(&self) -> Vec<Claim> {
-        let mut claims: Vec<Claim> = self.lock_in_flight().iter().copied().collect();
+        let mut claims: Vec<Claim> = self.lock_in_flight().keys().copied().collect();
         claims.extend(self.unrecorded_claims());
         claims
     }
 
-    pub(super) fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<Claim>> {
+    pub(super) fn lock_in_flight(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Claim, DateTime<Utc>>> {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -435,4 +466,14 @@ impl Deliverer {
         let evaluated = self.policy.soul().await.ok();
         evaluated.and_then(|e| e.value.ok()).unwrap_or_default()
     }
+}
+
+/// A claimed delivery's claim and the end of its lease as claimed (a claim
+/// without a recorded end is taken as ended: it is confirmed before any
+/// call).
+fn claimed_lease(delivery: &Delivery) -> Option<(Claim, DateTime<Utc>)> {
+    let until = delivery
+        .lease_expires_at
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    Some((delivery.claim()?, until))
 }

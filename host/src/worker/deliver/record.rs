@@ -33,8 +33,17 @@ use crate::worker::{notices, WorkerError};
 /// How a call that the agent did not accept ended, before it is recorded.
 pub(super) enum NotAccepted {
     Failed(AgentError),
+    /// Not made: what the call needed could not be read or asked for (the
+    /// error); recorded as a failed attempt like `Failed`, but not logged
+    /// per call: the cause is logged once, as the deliverer's `loads`
+    /// episode.
+    NotMade(AgentError),
     /// Not made: asked again before a retry, the policy dropped it.
     Dropped(String),
+    /// Not made: the claim's lease could not be confirmed at the moment of
+    /// the call (taken over, or the database did not answer). Nothing is
+    /// recorded; another worker holds it, or will once the lease lapses.
+    NotHeld,
 }
 
 /// What recording a call's outcome did.
@@ -144,13 +153,10 @@ impl Recorder {
         let Some((group, _)) = self.writing.take() else {
             return;
         };
-        match result {
+        match self.worker.records.observe(result) {
             Ok(done) => self.worker.count_recorded(&group, &done, report),
-            Err(e) => {
-                tracing::warn!(
-                    calls = group.len(),
-                    "recording accepted calls failed, kept for the next pass: {e}"
-                );
+            Err(_) => {
+                // Logged as the records' episode: kept for the next pass.
                 for &claim in &group {
                     self.worker.keep_unrecorded(claim);
                     report.tally(&self.worker, Recorded::Unrecorded);
@@ -215,34 +221,45 @@ impl Deliverer {
         called: NotAccepted,
     ) -> Recorded {
         match called {
+            NotAccepted::NotHeld => Recorded::LeaseLost,
             NotAccepted::Dropped(reason) => {
                 let message = notices::not_continued(&delivery.execution_ids, &reason);
-                match self
-                    .store
+                let dropped = (self.store)
                     .drop_claimed(claim, &reason, &message, self.clock.now())
-                    .await
-                {
+                    .await;
+                match self.records.observe(dropped) {
                     Ok(true) => Recorded::Dropped,
                     Ok(false) => Recorded::LeaseLost,
-                    Err(e) => {
-                        tracing::warn!(delivery = %claim.id, "recording a drop failed: {e}");
-                        Recorded::Lapsed
-                    }
+                    Err(_) => Recorded::Lapsed,
                 }
             }
             NotAccepted::Failed(error) => {
-                match self.record_failure(delivery, claim, &error).await {
-                    Ok(AttemptOutcome::Retry { .. }) => Recorded::Retried,
-                    Ok(AttemptOutcome::GaveUp { .. }) => Recorded::GaveUp,
-                    Ok(AttemptOutcome::LeaseLost) => Recorded::LeaseLost,
-                    // The lease lapses and the call is made again: its last
-                    // outcome was a failure, so no acceptance is repeated.
-                    Err(e) => {
-                        tracing::warn!(delivery = %claim.id, "recording a failed call failed: {e}");
-                        Recorded::Lapsed
-                    }
-                }
+                tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
+                self.failed_attempt(delivery, claim, &error).await
             }
+            NotAccepted::NotMade(error) => {
+                tracing::debug!(delivery = %delivery.id, "call not made: {error}");
+                self.failed_attempt(delivery, claim, &error).await
+            }
+        }
+    }
+
+    /// Records a failed attempt (see [`Self::record_failure`]) and what the
+    /// record did.
+    async fn failed_attempt(
+        &self,
+        delivery: &Delivery,
+        claim: Claim,
+        error: &AgentError,
+    ) -> Recorded {
+        let recorded = self.record_failure(delivery, claim, error).await;
+        match self.records.observe(recorded) {
+            Ok(AttemptOutcome::Retry { .. }) => Recorded::Retried,
+            Ok(AttemptOutcome::GaveUp { .. }) => Recorded::GaveUp,
+            Ok(AttemptOutcome::LeaseLost) => Recorded::LeaseLost,
+            // The lease lapses and the call is made again: its last
+            // outcome was a failure, so no acceptance is repeated.
+            Err(_) => Recorded::Lapsed,
         }
     }
 
@@ -257,7 +274,6 @@ impl Deliverer {
         error: &AgentError,
     ) -> Result<AttemptOutcome, WorkerError> {
         let now = self.clock.now();
-        tracing::warn!(delivery = %delivery.id, session = %delivery.session_id, "agent call failed: {error}");
         let budget = chrono::Duration::from_std(self.config.retry_budget)
             .unwrap_or(chrono::Duration::minutes(15));
         let deadline = delivery.first_failed_at.unwrap_or(now) + budget;

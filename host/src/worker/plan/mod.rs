@@ -277,8 +277,11 @@ impl Planner {
             .buffer_unordered(self.plan_concurrency())
             .collect()
             .await;
-        if let Err(e) = journal.write(&self.store, now).await {
-            tracing::warn!("the decision log missed a pass's decisions: {e}");
+        if self
+            .decision_log
+            .observe(journal.write(&self.store, now).await)
+            .is_err()
+        {
             self.metrics.decision_log_failed();
         }
         for count in dropped {
