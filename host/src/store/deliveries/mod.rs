@@ -21,9 +21,10 @@
 //! 1. **windows**, several in session order: the plan's `FOR NO KEY
 //!    UPDATE` (`plan`), a deny's `FOR UPDATE` and an approval's upsert,
 //!    one row each (`store::windows`);
-//! 2. **ledger rows**: several in id order (`claim::in_id_order`); a
-//!    new row (a continuation, a notice) waits only for another insert of
-//!    its key, which takes the same order;
+//! 2. **ledger rows**: several in id order (`claim::in_id_order`; the
+//!    rescuer's release of expired leases too, skipping rows held, so it
+//!    never waits); a new row (a continuation, a notice) waits only for
+//!    another insert of its key, which takes the same order;
 //! 3. **links**: the plan's `FOR UPDATE SKIP LOCKED` (it never waits for
 //!    one), a delivery's links when it is recorded, dropped or retried.
 //!
@@ -86,15 +87,22 @@ impl Store {
     /// for correctness ([`Store::claim_deliveries`] takes expired leases over
     /// by itself) and it does not count an attempt: a crash is not the
     /// agent's failure.
+    ///
+    /// On PostgreSQL it locks the rows in id order and skips any row
+    /// another transaction holds (a renewal, a record, a claim), so it never
+    /// waits for one and cannot close a lock cycle (the lock order above);
+    /// a row skipped is released by the next round, or claimed meanwhile.
     pub async fn release_expired_leases(&self, now: DateTime<Utc>) -> Result<u64> {
-        query(
+        let sql = format!(
             "UPDATE nomos_deliveries \
              SET lease_owner = NULL, lease_expires_at = NULL, updated_at = $1 \
-             WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at <= $1",
-        )
-        .bind(trunc(now))
-        .execute(self)
-        .await
+             WHERE id IN (SELECT id FROM nomos_deliveries \
+                 WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at <= $1 \
+                 ORDER BY id{}) \
+             AND state = 'pending' AND lease_owner IS NOT NULL AND lease_expires_at <= $1",
+            self.backend().lock(" FOR UPDATE SKIP LOCKED")
+        );
+        query(sql).bind(trunc(now)).execute(self).await
     }
 
     /// One ledger row by id; `None` if unknown.

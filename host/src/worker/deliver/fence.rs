@@ -40,14 +40,25 @@ pub(super) struct Episode {
     told_hidden: AtomicBool,
 }
 
+/// What the fence lets through.
+#[derive(Debug, Clone)]
+pub(super) enum Gate {
+    /// Calls go out: confirmed at the first look (or no fence applies).
+    Open,
+    /// Calls go out, but only after waiting for the standbys: the windows
+    /// their claims checked may have closed meanwhile, so each
+    /// continuation's window is read again before its call (P3).
+    OpenAfterWaiting,
+    /// No call goes out (why).
+    Held(String),
+}
+
 /// How one wait ended.
 enum Fenced {
-    Confirmed,
+    /// Whether any look found a standby behind first.
+    Confirmed { waited: bool },
     /// Not confirmed in time: standbys still behind.
-    TimedOut {
-        behind: i64,
-        target: String,
-    },
+    TimedOut { behind: i64, target: String },
     /// The primary could not be asked.
     Failed(String),
 }
@@ -55,11 +66,13 @@ enum Fenced {
 impl Deliverer {
     /// Waits until every standby streaming from the primary has flushed
     /// the WAL of everything this step claimed, renewing the leases of
-    /// calls in flight on `renew`'s ticks meanwhile. `None` when the calls
-    /// may go out (confirmed, no standby, SQLite, the fence off); else why
-    /// they are held back.
-    pub(super) async fn fence(&self, renew: &mut Interval) -> Option<String> {
-        let timeout = self.config.standby_fence?;
+    /// calls in flight on `renew`'s ticks meanwhile: whether the calls may
+    /// go out (confirmed, no standby, SQLite, the fence off), and if not,
+    /// why they are held back.
+    pub(super) async fn fence(&self, renew: &mut Interval) -> Gate {
+        let Some(timeout) = self.config.standby_fence else {
+            return Gate::Open;
+        };
         let started = Instant::now();
         let waiting = self.wait_for_standbys(timeout);
         tokio::pin!(waiting);
@@ -69,14 +82,17 @@ impl Deliverer {
                 _ = renew.tick() => self.renew_leases().await,
             }
         };
-        let confirmed = matches!(fenced, Fenced::Confirmed);
+        let confirmed = matches!(fenced, Fenced::Confirmed { .. });
         self.metrics.standby_fence(confirmed, started.elapsed());
         let why = match fenced {
-            Fenced::Confirmed => {
+            Fenced::Confirmed { waited } => {
                 if self.fence.holding.swap(false, Ordering::Relaxed) {
                     tracing::info!("standby fence: the standbys confirm again; calls go out");
                 }
-                return None;
+                return match waited {
+                    true => Gate::OpenAfterWaiting,
+                    false => Gate::Open,
+                };
             }
             Fenced::TimedOut { behind, target } => format!(
                 "standby fence: {behind} standby(s) streaming from the primary had not flushed \
@@ -89,7 +105,7 @@ impl Deliverer {
         if !self.fence.holding.swap(true, Ordering::Relaxed) {
             tracing::warn!("{why} (logged once until they confirm again)");
         }
-        Some(why)
+        Gate::Held(why)
     }
 
     /// Looks at the standbys until none streaming is behind the primary's
@@ -97,7 +113,7 @@ impl Deliverer {
     async fn wait_for_standbys(&self, timeout: Duration) -> Fenced {
         let deadline = Instant::now() + timeout;
         let first = match self.store.standbys_behind(None).await {
-            Ok(None) => return Fenced::Confirmed,
+            Ok(None) => return Fenced::Confirmed { waited: false },
             Ok(Some(first)) => first,
             Err(e) => return Fenced::Failed(e.to_string()),
         };
@@ -120,7 +136,7 @@ impl Deliverer {
                 Err(e) => return Fenced::Failed(e.to_string()),
             };
         }
-        Fenced::Confirmed
+        Fenced::Confirmed { waited: true }
     }
 
     /// Says once that standbys exist whose position this role cannot read:

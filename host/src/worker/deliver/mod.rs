@@ -208,17 +208,24 @@ impl Deliverer {
                 .prepare(std::mem::take(&mut batch), &soul, &mut report)
                 .await;
             // Nothing is called before the standbys hold these rows.
-            let held_back = match prepared.is_empty() {
-                true => None,
+            let gate = match prepared.is_empty() {
+                true => fence::Gate::Open,
                 false => self.fence(&mut renew).await,
             };
             for (delivery, claim, ready, trace) in prepared {
                 let worker = self.clone();
-                let held_back = held_back.clone();
+                let gate = gate.clone();
                 calls.spawn(async move {
-                    let called = match held_back {
-                        Some(why) => Err(NotAccepted::Failed(AgentError::unavailable(why))),
-                        None => worker.call(&delivery, claim, ready, trace).await,
+                    let called = match gate {
+                        fence::Gate::Held(why) => {
+                            Err(NotAccepted::Failed(AgentError::unavailable(why)))
+                        }
+                        fence::Gate::Open => {
+                            worker.call(&delivery, claim, ready, trace, false).await
+                        }
+                        fence::Gate::OpenAfterWaiting => {
+                            worker.call(&delivery, claim, ready, trace, true).await
+                        }
                     };
                     match called {
                         Ok(()) => Finished::Accepted(claim),
@@ -369,13 +376,17 @@ impl Deliverer {
 
     /// Calls the agent for one claimed delivery, in a `deliver` span under
     /// `trace` whose context the call carries, if `claim` still holds its
-    /// lease at the moment of the call (see [`Self::still_held`]).
+    /// lease at the moment of the call (see [`Self::still_held`]). With
+    /// `window_again` (the standby fence kept the call waiting after its
+    /// claim checked the window), a continuation's window is read once more
+    /// and one that closed meanwhile is dropped with one notice, not sent.
     async fn call(
         &self,
         delivery: &Delivery,
         claim: Claim,
         ready: Result<Ready, String>,
         trace: Option<LinkTrace>,
+        window_again: bool,
     ) -> Result<(), NotAccepted> {
         if let Some(error) = self.lost_claims(delivery) {
             return Err(NotAccepted::Failed(error));
@@ -393,6 +404,22 @@ impl Deliverer {
                 Err(e) => {
                     return Err(NotAccepted::NotMade(AgentError::unavailable(format!(
                         "could not ask the policy before the retry: {e}"
+                    ))))
+                }
+            }
+        }
+        if window_again && delivery.kind == DeliveryKind::Continuation {
+            let window = self.store.window(delivery.session_id).await;
+            match self.loads.observe(window) {
+                Ok(w) if w.as_ref().is_some_and(|w| w.is_open_at(self.clock.now())) => {}
+                Ok(w) => {
+                    return Err(NotAccepted::Dropped(notices::window_closed_reason(
+                        w.as_ref(),
+                    )))
+                }
+                Err(e) => {
+                    return Err(NotAccepted::NotMade(AgentError::unavailable(format!(
+                        "could not read the window again after the standby fence: {e}"
                     ))))
                 }
             }
