@@ -112,7 +112,7 @@ pub use read::status::{Judged, SessionStatus};
 pub use read::timeline::Shown;
 #[cfg(feature = "test-support")]
 pub use read::timeline::SHOWN_CHARS;
-pub use standbys::{Standbys, WalPosition};
+pub use standbys::Standbys;
 pub use tasks::{TaskAgent, TaskRecord};
 
 use std::sync::Arc;
