@@ -1,5 +1,6 @@
-//! Keeping the leases of a deliver step's claims: renewed while their calls
-//! run, and checked again just before a call when they may have lapsed.
+//! Leases of the deliver step's claims: renewed while their calls run, and
+//! confirmed before each call, so that a call begins only on a lease this
+//! worker's clock says still runs (see the parent module's doc).
 
 use std::collections::HashSet;
 
@@ -7,12 +8,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Deliverer;
-use crate::store::Claim;
+use crate::store::{Claim, Delivery};
 
 impl Deliverer {
     /// Renews the leases of this worker's calls in flight and of accepted
     /// calls not yet recorded; the deliver step does so every
-    /// [`WorkerConfig::renew_interval`](super::WorkerConfig::renew_interval)
+    /// [`WorkerConfig::renew_interval`](crate::worker::WorkerConfig::renew_interval)
     /// while calls run. A failure is logged: the next tick tries again, and
     /// a lease that lapses meanwhile is only at risk if another worker can
     /// reach the database when this one cannot.
@@ -47,7 +48,7 @@ impl Deliverer {
 
     /// Records that the leases of `ids` (those of this worker's claims in
     /// flight) last until `until`, as a renewal made them.
-    pub(super) fn extend_leases(&self, ids: &[Uuid], until: DateTime<Utc>) {
+    fn extend_leases(&self, ids: &[Uuid], until: DateTime<Utc>) {
         let ids: HashSet<&Uuid> = ids.iter().collect();
         for (claim, known) in self.lock_in_flight().iter_mut() {
             if ids.contains(&claim.id) {
@@ -95,4 +96,14 @@ impl Deliverer {
         }
         held
     }
+}
+
+/// A claimed delivery's claim and the end of its lease as claimed (a claim
+/// without a recorded end is taken as ended: it is confirmed before any
+/// call).
+pub(super) fn claimed_lease(delivery: &Delivery) -> Option<(Claim, DateTime<Utc>)> {
+    let until = delivery
+        .lease_expires_at
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    Some((delivery.claim()?, until))
 }

@@ -44,6 +44,7 @@ use crate::agent::{AgentError, Continuation, Notice};
 use crate::store::{Claim, Delivery, DeliveryKind, Episode, LinkTrace, Poll};
 use crate::worker::context::Context;
 use crate::worker::{notices, WorkerError};
+use lease::claimed_lease;
 use record::{NotAccepted, Recorded, Recorder};
 
 /// The deliver step's side of the worker: claims due deliveries (and takes
@@ -493,14 +494,4 @@ impl Deliverer {
         let evaluated = self.policy.soul().await.ok();
         evaluated.and_then(|e| e.value.ok()).unwrap_or_default()
     }
-}
-
-/// A claimed delivery's claim and the end of its lease as claimed (a claim
-/// without a recorded end is taken as ended: it is confirmed before any
-/// call).
-fn claimed_lease(delivery: &Delivery) -> Option<(Claim, DateTime<Utc>)> {
-    let until = delivery
-        .lease_expires_at
-        .unwrap_or(DateTime::<Utc>::MIN_UTC);
-    Some((delivery.claim()?, until))
 }
