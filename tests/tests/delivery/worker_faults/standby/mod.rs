@@ -11,6 +11,7 @@
 //!   fence on (one key per execution) and off (an execution under two
 //!   keys: the test can fail).
 
+mod denied;
 mod hole;
 mod promoted;
 
