@@ -124,8 +124,7 @@ fn check_exposure(listener: &TcpListener, config: &ServeConfig) -> Result<Option
 
 /// How long a request waits for a database connection before its 503: an
 /// outage (the database unreachable, its connections exhausted) answers
-/// within the API's bound of 1 s, with room for the request's own work,
-/// rather than after a pool's 30 s.
+/// within the API's bound of 1 s, not after a pool's 30 s.
 const REQUEST_ACQUIRE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The system before it starts: a store and a configuration, with every
@@ -259,8 +258,7 @@ impl Server {
         let mut tasks = JoinSet::new();
         // Before anything else runs on the store: every part follows the
         // primary through a failover (a no-op for one server).
-        let following = store.clone();
-        let follow_stop = shutdown.clone();
+        let (following, follow_stop) = (store.clone(), shutdown.clone());
         tasks.spawn(async move { following.follow_primary(follow_stop).await });
         let verify_keys = parts::load_verify_keys(&config)?;
         let policy = match policy {
