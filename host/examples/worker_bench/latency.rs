@@ -9,6 +9,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::breakdown::{self, Recorder};
 use crate::setup::{
     backend, link_and_report, open_sessions, open_store, percentile, worker, Error,
 };
@@ -25,6 +26,8 @@ const RUNNING_PER_SESSION: usize = 10;
 /// on other sessions, linked before all of them (first in link order, where
 /// a plan that reads running links meets them first).
 pub async fn latency(args: &Args) -> Result<(), Error> {
+    let statements = args.breakdown.then(Recorder::install);
+    let mut steps = Vec::new();
     let (store, _dir) = open_store(args, "nomos_bench_worker").await?;
     if args.running > 0 {
         let stuck: Vec<Uuid> = (0..args.running.div_ceil(RUNNING_PER_SESSION))
@@ -84,6 +87,9 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
             rand::thread_rng().gen_range(0..=phase),
         ))
         .await;
+        if let Some(r) = &statements {
+            r.clear();
+        }
         let start = Instant::now();
         store
             .upsert_execution_status(execution, "completed", "ok", Utc::now(), true)
@@ -95,6 +101,9 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
             let (ids, at) = calls.recv().await.ok_or("agent channel closed")?;
             if ids.contains(&execution) {
                 latencies.push((at - start).as_secs_f64() * 1e3);
+                if let Some(r) = &statements {
+                    steps.push(r.take(start, at));
+                }
                 break;
             }
         }
@@ -105,6 +114,7 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
     }
     shutdown.cancel();
     let _ = task.await;
+    let unsorted = latencies.clone();
     latencies.sort_by(f64::total_cmp);
     let wake = if args.poll_only {
         format!("poll only ({} ms)", args.poll_ms)
@@ -125,5 +135,14 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
         percentile(&latencies, 0.99),
         percentile(&latencies, 1.0),
     );
+    if !steps.is_empty() {
+        print!("{}", breakdown::report(&steps, 110));
+        // The sample nearest the median, step by step.
+        let median = percentile(&latencies, 0.50);
+        if let Some(i) = unsorted.iter().position(|l| *l == median) {
+            println!("the median sample ({median:.2} ms), from the status write's start:");
+            print!("{}", breakdown::timeline(&steps[i], 110));
+        }
+    }
     Ok(())
 }

@@ -28,7 +28,8 @@
 //!
 //! Options: `--sessions N` (default 100), `--samples N` latency samples
 //! (default 200), `--running N` executions stuck in `running` for the
-//! latency (default 0), `--poll-ms N` the worker's poll (default 2000, as in
+//! latency (default 0), `--breakdown` (the latency's statements, timed by
+//! sqlx's statement log, and the time between them), `--poll-ms N` the worker's poll (default 2000, as in
 //! production; the wake-up makes it rarely matter), `--poll-only`,
 //! `--executions N` and `--result-bytes N` for memory (defaults 10000 and
 //! 262144), `--history N` sessions of history, `--batch N` new executions
@@ -43,6 +44,7 @@
 //! database `nomos_bench_<mode>` is dropped and recreated, `nomos_bench_worker`
 //! for latency and throughput).
 
+mod breakdown;
 mod latency;
 mod passes;
 mod procfs;
@@ -64,6 +66,7 @@ pub struct Args {
     running: usize,
     poll_ms: u64,
     poll_only: bool,
+    breakdown: bool,
     no_decision_log: bool,
     executions: usize,
     result_bytes: usize,
@@ -86,6 +89,7 @@ fn parse_args() -> Result<Args, String> {
         running: 0,
         poll_ms: 2000,
         poll_only: false,
+        breakdown: false,
         no_decision_log: false,
         executions: 10_000,
         result_bytes: 256 << 10,
@@ -101,6 +105,7 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = it.next() {
         match flag.as_str() {
             "--poll-only" => args.poll_only = true,
+            "--breakdown" => args.breakdown = true,
             "--no-decision-log" => args.no_decision_log = true,
             "--sqlite" => args.sqlite = true,
             _ => {
