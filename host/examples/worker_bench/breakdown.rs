@@ -113,6 +113,7 @@ impl Recorder {
             at = at.max(s.ended);
             steps.push(Step {
                 sql: s.sql,
+                began_ms: began.saturating_duration_since(start).as_secs_f64() * 1e3,
                 ms: s.elapsed_ms,
                 gap_ms,
             });
@@ -120,6 +121,7 @@ impl Recorder {
         let tail = end.saturating_duration_since(at).as_secs_f64() * 1e3;
         steps.push(Step {
             sql: "(after the last statement, until the agent call)".into(),
+            began_ms: end.saturating_duration_since(start).as_secs_f64() * 1e3,
             ms: 0.0,
             gap_ms: tail,
         });
@@ -128,10 +130,12 @@ impl Recorder {
 }
 
 /// A statement of one pickup, and the time since the one before it ended
-/// (or since the sample's start) during which no statement ran.
+/// (or since the sample's start) during which no statement ran (statements
+/// run at once overlap: their gaps are zero).
 #[derive(Clone, Debug)]
 pub struct Step {
     sql: String,
+    began_ms: f64,
     ms: f64,
     gap_ms: f64,
 }
@@ -197,12 +201,9 @@ pub fn report(samples: &[Vec<Step>], width: usize) -> String {
 /// after the status write began) and how long it took.
 pub fn timeline(sample: &[Step], width: usize) -> String {
     let mut out = String::new();
-    let mut at = 0.0;
     for step in sample {
-        at += step.gap_ms;
         let sql: String = step.sql.chars().take(width).collect();
-        let _ = writeln!(out, "{at:>8.3} {:>7.3}  {sql}", step.ms);
-        at += step.ms;
+        let _ = writeln!(out, "{:>8.3} {:>7.3}  {sql}", step.began_ms, step.ms);
     }
     out
 }
