@@ -199,20 +199,22 @@ impl Deliverer {
         let mut claimed = 0usize;
         let mut exhausted = false;
         let mut claim_error = None;
-        let mut renew = tokio::time::interval(self.config.renew_interval());
+        // The first renewal a period from now. Not `interval` and a first
+        // `tick().await`: that tick waits for the timer wheel's next
+        // millisecond, up to a millisecond before every pass's first call.
+        let every = self.config.renew_interval();
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        renew.tick().await;
         loop {
             claimed += batch.len();
             report.attempted = claimed;
-            let prepared = self
-                .prepare(std::mem::take(&mut batch), &soul, &mut report)
-                .await;
-            // Nothing is called before the standbys hold these rows.
-            let gate = match prepared.is_empty() {
-                true => fence::Gate::Open,
-                false => self.fence(&mut renew).await,
-            };
+            // The batch's reads and the standby fence at once: the fence
+            // looks at the WAL after the claims' commits, which are behind
+            // us, and nothing is called before both are done.
+            let (prepared, gate) = tokio::join!(
+                self.prepare(std::mem::take(&mut batch), &soul, &mut report),
+                self.fence(&mut renew),
+            );
             for (delivery, claim, ready, trace) in prepared {
                 let worker = self.clone();
                 let gate = gate.clone();
@@ -239,6 +241,10 @@ impl Deliverer {
                 });
             }
             recorder.flush();
+            // Let the calls start before claiming more: a task spawned from
+            // a worker thread waits in that thread's own slot, which no
+            // other thread takes, until this task yields.
+            tokio::task::yield_now().await;
             let free = slots.saturating_sub(calls.len());
             // Refill when a quarter of the slots are free, so claims stay
             // few without leaving slots idle behind one slow call.
@@ -316,8 +322,8 @@ impl Deliverer {
 
     /// Readies a claimed batch for its calls: the claims no longer held are
     /// set aside (see [`Self::still_held`]), and the continuations are
-    /// built together (two reads for the batch), as are the trace contexts
-    /// the calls are made under (one).
+    /// built together (two reads for the batch), while the trace contexts
+    /// the calls are made under are read (one).
     async fn prepare(
         &self,
         batch: Vec<Delivery>,
@@ -345,11 +351,14 @@ impl Deliverer {
             .collect();
         let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
         let mut unloaded = String::from("not loaded");
-        match self.loads.observe(self.continuations(&wanted, soul).await) {
+        let (continuations, mut traces) = tokio::join!(
+            self.continuations(&wanted, soul),
+            self.traces(ready.iter().map(|(d, _)| d))
+        );
+        match self.loads.observe(continuations) {
             Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
             Err(e) => unloaded = e.to_string(),
         }
-        let mut traces = self.traces(ready.iter().map(|(d, _)| d)).await;
         ready
             .into_iter()
             .map(|(delivery, claim)| {
