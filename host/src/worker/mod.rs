@@ -263,10 +263,17 @@ impl Worker {
     }
 
     async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
-        let mut plan = self.planner.plan_pass(poll, true).await?;
+        let (mut plan, unlogged) = self.planner.plan_pass(poll, true).await?;
         let claimed = std::mem::take(&mut plan.claimed);
-        let deliver = self.deliverer.deliver_pass(stop, claimed, poll).await?;
-        Ok(TickReport { plan, deliver })
+        // The decision log is written while the calls go out.
+        let (deliver, ()) = tokio::join!(
+            self.deliverer.deliver_pass(stop, claimed, poll),
+            self.planner.log(unlogged)
+        );
+        Ok(TickReport {
+            plan,
+            deliver: deliver?,
+        })
     }
 
     /// Runs passes until `shutdown` is cancelled. A pass that planned or

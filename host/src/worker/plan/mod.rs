@@ -102,6 +102,17 @@ pub struct PlanReport {
     pub claimed: Vec<Delivery>,
 }
 
+/// A plan step's decision log, not yet written. The worker writes it while
+/// the step's calls go out: nothing in the pass reads it, so its commit
+/// need not stand between a status and its call. A crash before it is
+/// written loses those entries, as a failed write does (counted by
+/// `nomos_continue_decision_log_failures_total`); the decisions themselves
+/// are in the ledger.
+pub(crate) struct Unlogged {
+    journal: Journal,
+    now: DateTime<Utc>,
+}
+
 /// A session's finished links and what the policy said about each.
 #[derive(Default)]
 struct SessionDecisions {
@@ -119,19 +130,37 @@ impl Planner {
     /// One plan step that sweeps (reads parked links too). Tests call this
     /// directly.
     pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
-        self.plan_pass(Poll::Sweep, false).await
+        let (report, unlogged) = self.plan_pass(Poll::Sweep, false).await?;
+        self.log(unlogged).await;
+        Ok(report)
+    }
+
+    /// Writes a plan step's decision log (see [`Unlogged`]); a failure is
+    /// counted and logged as one episode, never failing the pass.
+    pub(crate) async fn log(&self, unlogged: Option<Unlogged>) {
+        let Some(Unlogged { journal, now }) = unlogged else {
+            return;
+        };
+        if self
+            .decision_log
+            .observe(journal.write(&self.store, now).await)
+            .is_err()
+        {
+            self.metrics.decision_log_failed();
+        }
     }
 
     /// One plan step reading what `poll` names. An [`Poll::Unparked`] pass
     /// under a policy revision no sweep has run under yet sweeps instead:
     /// what is parked was parked by another revision's classes. With
     /// `claim`, some of what it plans is claimed for the deliver step that
-    /// follows in the same pass (see [`PlanReport::claimed`]).
+    /// follows in the same pass (see [`PlanReport::claimed`]). The step's
+    /// decision log is returned unwritten, for [`Planner::log`].
     pub(crate) async fn plan_pass(
         &self,
         poll: Poll,
         claim: bool,
-    ) -> Result<PlanReport, WorkerError> {
+    ) -> Result<(PlanReport, Option<Unlogged>), WorkerError> {
         let revision = self.policy.runtime().active_revision().0;
         let poll = {
             let mut swept = self.lock_swept();
@@ -153,35 +182,33 @@ impl Planner {
         };
         self.metrics.set_pending_links(ready.len() as u64);
         if ready.is_empty() {
-            return Ok(report);
+            return Ok((report, None));
         }
         let statuses: Vec<String> = ready.iter().map(|l| l.status.clone()).collect();
         let mut classes = self.classes.classes(statuses).await?;
 
         let by_session = self.sort_ready(&ready, &classes, &mut report, now).await?;
-        // Every session's snapshot in two queries, and the chosen results
-        // in one.
+        // Every session's snapshot, the chosen results, their tasks and
+        // their traces: independent reads, made at once (each is one or two
+        // queries whatever the number of sessions), so the pass waits for
+        // the slowest rather than for their sum.
         let session_ids: Vec<Uuid> = by_session.keys().copied().collect();
-        let mut snapshots: HashMap<Uuid, SessionSnapshot> = self
-            .store
-            .session_snapshots(&session_ids, now)
-            .await?
-            .into_iter()
+        let pairs: Vec<(Uuid, Uuid)> = (by_session.iter())
+            .flat_map(|(s, links)| links.iter().map(|(l, _)| (*s, l.execution_id)))
+            .collect();
+        let chosen: Vec<Uuid> = pairs.iter().map(|(_, e)| *e).collect();
+        let (snapshots, results, tasks, spans) = tokio::join!(
+            self.store.session_snapshots(&session_ids, now),
+            self.store.executions(&chosen),
+            self.store.link_tasks(&chosen),
+            self.decide_spans(pairs),
+        );
+        let mut snapshots: HashMap<Uuid, SessionSnapshot> = (snapshots?.into_iter())
             .map(|s| (s.session_id, s))
             .collect();
-        let chosen: Vec<Uuid> = by_session
-            .values()
-            .flatten()
-            .map(|(link, _)| link.execution_id)
-            .collect();
-        let mut results: HashMap<Uuid, String> = self
-            .store
-            .executions(&chosen)
-            .await?
-            .into_iter()
-            .map(|e| (e.id, e.result))
-            .collect();
-        let tasks = self.store.link_tasks(&chosen).await?;
+        let mut results: HashMap<Uuid, String> =
+            results?.into_iter().map(|e| (e.id, e.result)).collect();
+        let tasks = tasks?;
         // A session's other unsettled links (planned ones, or ones beyond
         // this pass's pages) may have statuses not seen above.
         let unseen: Vec<String> = snapshots
@@ -216,9 +243,6 @@ impl Planner {
         self.metrics.decision("wait", report.waiting as u64);
 
         let mut journal = Journal::start(self.config.log_decisions, &inputs, self.repeats.clone());
-        let spans = self
-            .decide_spans(owners.iter().map(|o| (o.0, o.1)).collect())
-            .await;
         let verdicts = self.decide_all(inputs).await?;
         let decided = owners.into_iter().zip(verdicts).zip(spans).enumerate();
         for (i, (((session_id, execution_id, outcome), verdict), span)) in decided {
@@ -277,17 +301,17 @@ impl Planner {
             .buffer_unordered(self.plan_concurrency())
             .collect()
             .await;
-        if self
-            .decision_log
-            .observe(journal.write(&self.store, now).await)
-            .is_err()
-        {
-            self.metrics.decision_log_failed();
-        }
+        let unlogged = Some(Unlogged { journal, now });
         for count in dropped {
-            report.dropped += count?;
+            match count {
+                Ok(count) => report.dropped += count,
+                Err(e) => {
+                    self.log(unlogged).await;
+                    return Err(e);
+                }
+            }
         }
-        Ok(report)
+        Ok((report, unlogged))
     }
 
     /// Plan transactions run at once: the delivery concurrency, but at most
