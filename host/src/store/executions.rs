@@ -19,7 +19,7 @@ use uuid::Uuid;
 use super::decode;
 use super::dialect::{query, trunc};
 use super::types::{Execution, ReportOutcome};
-use super::{dedup, Result, Store, StoreError};
+use super::{dedup, Backend, Result, Store, StoreError, WAKE_CHANNEL};
 #[cfg(feature = "test-support")]
 use super::{types::LateReport, Db};
 
@@ -28,6 +28,39 @@ use super::{types::LateReport, Db};
 /// [`decode::execution`]).
 const COLS: &str = "id, status, COALESCE(result, '') AS result, \
      COALESCE(updated_at, finished_at) AS updated_at, finished_at";
+
+/// [`Store::upsert_execution_status`]'s applied path on PostgreSQL as one
+/// statement, so one round trip and its implicit commit: the conditional
+/// upsert, the unparking of the execution's link and the wake-up, each
+/// only when the upsert wrote a row (the wake-up is sent at the commit).
+/// The transaction it replaces cost five round trips (`BEGIN`, three
+/// statements, `COMMIT`) on the path from a report to its continuation.
+fn pg_apply() -> String {
+    format!(
+        "WITH applied AS ({}), \
+         unparked AS ( \
+           UPDATE nomos_plan_executions SET parked = NULL \
+           WHERE execution_id = $1 AND parked IS NOT NULL AND parked <> $2 \
+             AND EXISTS (SELECT 1 FROM applied)), \
+         woken AS (SELECT pg_notify($6, '') FROM applied) \
+         SELECT applied.* FROM applied, (SELECT count(*) FROM woken) AS w",
+        upsert()
+    )
+}
+
+/// The conditional upsert of a report: `$1` id, `$2` status, `$3` result,
+/// `$4` now, `$5` finished; a row only if it was applied.
+fn upsert() -> String {
+    format!(
+        "INSERT INTO executions AS x (id, status, result, updated_at, finished_at) \
+         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN $4 ELSE NULL END) \
+         ON CONFLICT (id) DO UPDATE SET \
+           status = EXCLUDED.status, result = EXCLUDED.result, \
+           updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at \
+         WHERE x.finished_at IS NULL \
+         RETURNING {COLS}"
+    )
+}
 
 #[cfg(feature = "test-support")]
 /// The columns [`decode::late_report`] reads.
@@ -66,7 +99,8 @@ impl Store {
     /// The check and the write are one conditional upsert inside one
     /// transaction, so of two concurrent reports at most one finishes the
     /// execution. On PostgreSQL an applied report sends a `pg_notify` on
-    /// [`WAKE_CHANNEL`](super::WAKE_CHANNEL) in the same transaction, so a woken worker always
+    /// [`WAKE_CHANNEL`] in the same transaction (one statement,
+    /// [`pg_apply`]), so a woken worker always
     /// sees the new row. On SQLite the caller signals its in-process worker
     /// itself (only when the report was applied: nothing else changed).
     pub async fn upsert_execution_status(
@@ -85,17 +119,28 @@ impl Store {
             });
         }
         let now = trunc(now);
+        if self.backend() == Backend::Postgres {
+            let applied = query(pg_apply())
+                .bind(id)
+                .bind(status)
+                .bind(result)
+                .bind(now)
+                .bind(finished)
+                .bind(WAKE_CHANNEL)
+                .fetch_optional(self)
+                .await?;
+            if let Some(row) = applied {
+                return Ok(ReportOutcome {
+                    execution: decode::execution(&row)?,
+                    applied: true,
+                });
+            }
+            // Not applied: the row has finished, and a finished row never
+            // changes again, so the transaction below finds it so too and
+            // records the report as late.
+        }
         let mut tx = self.begin().await?;
-        let sql = format!(
-            "INSERT INTO executions AS x (id, status, result, updated_at, finished_at) \
-             VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN $4 ELSE NULL END) \
-             ON CONFLICT (id) DO UPDATE SET \
-               status = EXCLUDED.status, result = EXCLUDED.result, \
-               updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at \
-             WHERE x.finished_at IS NULL \
-             RETURNING {COLS}"
-        );
-        let applied = query(sql)
+        let applied = query(upsert())
             .bind(id)
             .bind(status)
             .bind(result)
