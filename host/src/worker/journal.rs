@@ -14,11 +14,43 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
+use chrono::{DateTime, Utc};
+
+use super::context::Context;
 use super::Verdict;
 use crate::policy::codec;
 use crate::policy::types as t;
 use crate::policy::Evaluated;
 use crate::store::{Delivery, NewDecision, PlanOutcome, Store};
+
+/// A plan step's decision log, not yet written. The worker writes it while
+/// the step's calls go out: nothing in the pass reads it, so its commit
+/// need not stand between a status and its call. A crash before it is
+/// written loses those entries, as a failed write does (counted by
+/// `nomos_continue_decision_log_failures_total`); the decisions themselves
+/// are in the ledger.
+pub(crate) struct Unlogged {
+    journal: Journal,
+    now: DateTime<Utc>,
+}
+
+impl Unlogged {
+    pub(super) fn new(journal: Journal, now: DateTime<Utc>) -> Self {
+        Self { journal, now }
+    }
+
+    /// Writes it, if there is one; a failure is counted and logged as one
+    /// episode, never failing the pass.
+    pub(crate) async fn write(unlogged: Option<Self>, cx: &Context) {
+        let Some(Self { journal, now }) = unlogged else {
+            return;
+        };
+        let written = journal.write(&cx.store, now).await;
+        if cx.decision_log.observe(written).is_err() {
+            cx.metrics.decision_log_failed();
+        }
+    }
+}
 
 /// Executions remembered with their last logged decision, at most.
 const MAX_REMEMBERED: usize = 100_000;

@@ -268,7 +268,7 @@ impl Worker {
         // The decision log is written while the calls go out.
         let (deliver, ()) = tokio::join!(
             self.deliverer.deliver_pass(stop, claimed, poll),
-            self.planner.log(unlogged)
+            journal::Unlogged::write(unlogged, &self.planner)
         );
         Ok(TickReport {
             plan,

@@ -1,20 +1,75 @@
 //! The agent's view of a continuation, built when it is sent: each
-//! execution's status and result, and how the policy classifies it.
+//! execution's status and result, and how the policy classifies it; and a
+//! claimed batch readied for its calls.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::Deliverer;
+use super::record::Recorded;
+use super::{DeliverReport, Deliverer, Ready};
 use crate::agent::{Continuation, ExecutionReport};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
-use crate::store::{dedup, Delivery, Execution, ReadyLink};
+use crate::store::{dedup, Claim, Delivery, DeliveryKind, Execution, LinkTrace, ReadyLink};
 use crate::worker::WorkerError;
 use uuid::Uuid;
 
 impl Deliverer {
+    /// Readies a claimed batch for its calls: the claims no longer held are
+    /// set aside (see [`Self::still_held`]), and the continuations are
+    /// built together (two reads for the batch), while the trace contexts
+    /// the calls are made under are read (one).
+    pub(super) async fn prepare(
+        &self,
+        batch: Vec<Delivery>,
+        soul: &str,
+        report: &mut DeliverReport,
+    ) -> Vec<(Delivery, Claim, Result<Ready, String>, Option<LinkTrace>)> {
+        let claims: Vec<Claim> = batch.iter().filter_map(Delivery::claim).collect();
+        let held = self.still_held(&claims).await;
+        let mut ready = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            let Some(claim) = delivery.claim() else {
+                continue;
+            };
+            if held.contains(&claim) {
+                ready.push((delivery, claim));
+            } else {
+                self.lock_in_flight().remove(&claim);
+                report.tally(self, Recorded::LeaseLost);
+            }
+        }
+        let wanted: Vec<&Delivery> = ready
+            .iter()
+            .map(|(d, _)| d)
+            .filter(|d| d.kind == DeliveryKind::Continuation && self.lost_claims(d).is_none())
+            .collect();
+        let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
+        let mut unloaded = String::from("not loaded");
+        let (continuations, mut traces) = tokio::join!(
+            self.continuations(&wanted, soul),
+            self.traces(ready.iter().map(|(d, _)| d))
+        );
+        match self.loads.observe(continuations) {
+            Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
+            Err(e) => unloaded = e.to_string(),
+        }
+        ready
+            .into_iter()
+            .map(|(delivery, claim)| {
+                let prepared = match (delivery.kind, built.remove(&delivery.id)) {
+                    (DeliveryKind::Notice, _) => Ok(Ready::Notice),
+                    (DeliveryKind::Continuation, Some(c)) => Ok(Ready::Continuation(Box::new(c))),
+                    (DeliveryKind::Continuation, None) => Err(unloaded.clone()),
+                };
+                let trace = traces.remove(&delivery.id);
+                (delivery, claim, prepared, trace)
+            })
+            .collect()
+    }
+
     /// The agent's view of each of `deliveries` (continuations), in order:
     /// each execution's latest status and result, and how the policy
     /// classifies it. The executions of all of them are loaded in one query

@@ -38,7 +38,6 @@ use chrono::{DateTime, Utc};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use crate::agent::{AgentError, Continuation, Notice};
 use crate::store::{Claim, Delivery, DeliveryKind, Episode, LinkTrace, Poll};
@@ -318,59 +317,6 @@ impl Deliverer {
         self.lock_in_flight()
             .extend(claimed.iter().filter_map(claimed_lease));
         Ok(claimed)
-    }
-
-    /// Readies a claimed batch for its calls: the claims no longer held are
-    /// set aside (see [`Self::still_held`]), and the continuations are
-    /// built together (two reads for the batch), while the trace contexts
-    /// the calls are made under are read (one).
-    async fn prepare(
-        &self,
-        batch: Vec<Delivery>,
-        soul: &str,
-        report: &mut DeliverReport,
-    ) -> Vec<(Delivery, Claim, Result<Ready, String>, Option<LinkTrace>)> {
-        let claims: Vec<Claim> = batch.iter().filter_map(Delivery::claim).collect();
-        let held = self.still_held(&claims).await;
-        let mut ready = Vec::with_capacity(batch.len());
-        for delivery in batch {
-            let Some(claim) = delivery.claim() else {
-                continue;
-            };
-            if held.contains(&claim) {
-                ready.push((delivery, claim));
-            } else {
-                self.lock_in_flight().remove(&claim);
-                report.tally(self, Recorded::LeaseLost);
-            }
-        }
-        let wanted: Vec<&Delivery> = ready
-            .iter()
-            .map(|(d, _)| d)
-            .filter(|d| d.kind == DeliveryKind::Continuation && self.lost_claims(d).is_none())
-            .collect();
-        let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
-        let mut unloaded = String::from("not loaded");
-        let (continuations, mut traces) = tokio::join!(
-            self.continuations(&wanted, soul),
-            self.traces(ready.iter().map(|(d, _)| d))
-        );
-        match self.loads.observe(continuations) {
-            Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
-            Err(e) => unloaded = e.to_string(),
-        }
-        ready
-            .into_iter()
-            .map(|(delivery, claim)| {
-                let prepared = match (delivery.kind, built.remove(&delivery.id)) {
-                    (DeliveryKind::Notice, _) => Ok(Ready::Notice),
-                    (DeliveryKind::Continuation, Some(c)) => Ok(Ready::Continuation(Box::new(c))),
-                    (DeliveryKind::Continuation, None) => Err(unloaded.clone()),
-                };
-                let trace = traces.remove(&delivery.id);
-                (delivery, claim, prepared, trace)
-            })
-            .collect()
     }
 
     /// Why a delivery is not called at all: its earlier claims recorded no

@@ -22,7 +22,7 @@ use crate::store::{
     StoreError,
 };
 use crate::worker::context::Context;
-use crate::worker::journal::{Journal, LoggedRepeats};
+use crate::worker::journal::{Journal, LoggedRepeats, Unlogged};
 use crate::worker::WorkerError;
 use fold::{fold_notes, Finished};
 
@@ -102,17 +102,6 @@ pub struct PlanReport {
     pub claimed: Vec<Delivery>,
 }
 
-/// A plan step's decision log, not yet written. The worker writes it while
-/// the step's calls go out: nothing in the pass reads it, so its commit
-/// need not stand between a status and its call. A crash before it is
-/// written loses those entries, as a failed write does (counted by
-/// `nomos_continue_decision_log_failures_total`); the decisions themselves
-/// are in the ledger.
-pub(crate) struct Unlogged {
-    journal: Journal,
-    now: DateTime<Utc>,
-}
-
 /// A session's finished links and what the policy said about each.
 #[derive(Default)]
 struct SessionDecisions {
@@ -131,23 +120,8 @@ impl Planner {
     /// directly.
     pub async fn plan_once(&self) -> Result<PlanReport, WorkerError> {
         let (report, unlogged) = self.plan_pass(Poll::Sweep, false).await?;
-        self.log(unlogged).await;
+        Unlogged::write(unlogged, &self.cx).await;
         Ok(report)
-    }
-
-    /// Writes a plan step's decision log (see [`Unlogged`]); a failure is
-    /// counted and logged as one episode, never failing the pass.
-    pub(crate) async fn log(&self, unlogged: Option<Unlogged>) {
-        let Some(Unlogged { journal, now }) = unlogged else {
-            return;
-        };
-        if self
-            .decision_log
-            .observe(journal.write(&self.store, now).await)
-            .is_err()
-        {
-            self.metrics.decision_log_failed();
-        }
     }
 
     /// One plan step reading what `poll` names. An [`Poll::Unparked`] pass
@@ -155,7 +129,7 @@ impl Planner {
     /// what is parked was parked by another revision's classes. With
     /// `claim`, some of what it plans is claimed for the deliver step that
     /// follows in the same pass (see [`PlanReport::claimed`]). The step's
-    /// decision log is returned unwritten, for [`Planner::log`].
+    /// decision log is returned unwritten (see [`Unlogged`]).
     pub(crate) async fn plan_pass(
         &self,
         poll: Poll,
@@ -301,12 +275,12 @@ impl Planner {
             .buffer_unordered(self.plan_concurrency())
             .collect()
             .await;
-        let unlogged = Some(Unlogged { journal, now });
+        let unlogged = Some(Unlogged::new(journal, now));
         for count in dropped {
             match count {
                 Ok(count) => report.dropped += count,
                 Err(e) => {
-                    self.log(unlogged).await;
+                    Unlogged::write(unlogged, &self.cx).await;
                     return Err(e);
                 }
             }
