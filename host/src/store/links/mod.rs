@@ -296,8 +296,8 @@ impl Store {
             .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
     }
 
-    /// [`Store::session_snapshot`] of many sessions in two queries (their
-    /// windows, their unsettled links), whatever their number: a pass
+    /// [`Store::session_snapshot`] of many sessions in two queries run at
+    /// once (their windows, their unsettled links), whatever their number: a pass
     /// decides for thousands of sessions, and one round trip each would be
     /// most of its cost. One snapshot per distinct session, in the order
     /// of `session_ids`.
@@ -308,24 +308,27 @@ impl Store {
     ) -> Result<Vec<SessionSnapshot>> {
         let ids = dedup(session_ids);
         let backend = self.backend();
-        let sql = format!(
+        let windows_sql = format!(
             "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {}",
             backend.in_ids("$1")
         );
-        let rows = query(sql).bind(&ids).fetch_all(self).await?;
-        let mut windows: HashMap<Uuid, Window> = rows
-            .iter()
-            .map(|r| decode::window(r).map(|w| (w.session_id, w)))
-            .collect::<Result<_>>()?;
-        let sql = format!(
+        let links_sql = format!(
             "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
              WHERE l.session_id {} AND l.continued_at IS NULL \
              ORDER BY l.session_id, l.created_at, l.execution_id",
             backend.in_ids("$1")
         );
-        let rows = query(sql).bind(&ids).fetch_all(self).await?;
+        // Both at once, on two connections.
+        let (windows_query, links_query) =
+            (query(windows_sql).bind(&ids), query(links_sql).bind(&ids));
+        let (window_rows, link_rows) =
+            tokio::try_join!(windows_query.fetch_all(self), links_query.fetch_all(self))?;
+        let mut windows: HashMap<Uuid, Window> = window_rows
+            .iter()
+            .map(|r| decode::window(r).map(|w| (w.session_id, w)))
+            .collect::<Result<_>>()?;
         let mut links: HashMap<Uuid, Vec<Link>> = HashMap::new();
-        for row in &rows {
+        for row in &link_rows {
             let link = decode::link(row)?;
             links.entry(link.session_id).or_default().push(link);
         }
