@@ -107,7 +107,10 @@ impl Recorder {
         let seen = std::mem::take(&mut *self.seen.lock().unwrap_or_else(PoisonError::into_inner));
         let mut steps = Vec::new();
         let mut at = start;
-        for s in seen.into_iter().filter(|s| s.ended > start && s.ended <= end) {
+        for s in seen
+            .into_iter()
+            .filter(|s| s.ended > start && s.ended <= end)
+        {
             let began = s.ended - std::time::Duration::from_secs_f64(s.elapsed_ms / 1e3);
             let gap_ms = began.saturating_duration_since(at).as_secs_f64() * 1e3;
             at = at.max(s.ended);

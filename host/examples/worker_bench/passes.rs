@@ -9,7 +9,7 @@ use nomos_continue::store::{testing as bench, Store};
 use nomos_continue::worker::Worker;
 use uuid::Uuid;
 
-use crate::procfs::{mib, reset_peak, status_bytes};
+use crate::procfs::{mib, reset_peak, status_bytes, CpuSample};
 use crate::setup::{
     backend, link_and_report, open_sessions, open_store, percentile, require_pg, worker, Error,
 };
@@ -59,9 +59,12 @@ pub async fn throughput(args: &Args) -> Result<(), Error> {
     finished_sessions(&store, args.sessions).await?;
     let (worker, _calls) = worker(&store, args)?;
 
+    let groups = [("worker (this process)", vec![std::process::id()])];
+    let cpu_before = CpuSample::take(&groups)?;
     let started = Instant::now();
     let drained = drain(&worker, args.sessions).await?;
     let elapsed = started.elapsed();
+    let cpu_after = CpuSample::take(&groups)?;
     let overview = store.overview().await?;
     if overview.continuations_delivered as usize != args.sessions {
         return Err(format!(
@@ -79,6 +82,10 @@ pub async fn throughput(args: &Args) -> Result<(), Error> {
         drained.passes,
         drained.plan.as_secs_f64(),
         drained.deliver.as_secs_f64(),
+    );
+    println!(
+        "{}",
+        cpu_before.per_unit(&cpu_after, args.sessions, "continuation")
     );
     Ok(())
 }

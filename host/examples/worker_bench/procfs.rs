@@ -145,6 +145,24 @@ impl CpuSample {
     }
 }
 
+impl CpuSample {
+    /// CPU per unit of work between `self` and `end`: each group's and all
+    /// of PostgreSQL's, in milliseconds per `unit`.
+    pub fn per_unit(&self, end: &CpuSample, units: usize, unit: &str) -> String {
+        let n = units.max(1) as f64;
+        let mut parts: Vec<String> = (self.groups.iter().zip(&end.groups))
+            .map(|((name, before), (_, after))| {
+                format!("{name} {:.3} ms", (after - before) * 1e3 / n)
+            })
+            .collect();
+        let postgres: f64 = (end.postgres.iter())
+            .map(|(pid, after)| after - self.postgres.get(pid).unwrap_or(&0.0))
+            .sum();
+        parts.push(format!("postgres (all) {:.3} ms", postgres * 1e3 / n));
+        format!("CPU per {unit}: {}", parts.join(", "))
+    }
+}
+
 fn nproc() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
