@@ -2,7 +2,9 @@
 //! outage (every connection dropped, new ones refused) without touching
 //! the machine's shared PostgreSQL server. It can also be paused: bytes
 //! stop flowing both ways while every connection stays open (a standby
-//! that is connected but receives nothing, a network that stalls).
+//! that is connected but receives nothing, a network that stalls), or
+//! hold only the server's answers (a statement that reached the server
+//! while its client still waits for the reply).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,7 +19,10 @@ pub struct CutProxy {
     addr: SocketAddr,
     target: SocketAddr,
     tasks: Arc<Mutex<Option<JoinSet<()>>>>,
+    /// Holds the client's bytes.
     paused: watch::Sender<bool>,
+    /// Holds the server's bytes.
+    answers_held: watch::Sender<bool>,
 }
 
 impl CutProxy {
@@ -30,6 +35,7 @@ impl CutProxy {
             target,
             tasks: Arc::new(Mutex::new(None)),
             paused: watch::Sender::new(false),
+            answers_held: watch::Sender::new(false),
         };
         proxy.serve(listener);
         proxy
@@ -44,16 +50,18 @@ impl CutProxy {
         let mut tasks = JoinSet::new();
         let target = self.target;
         let paused = self.paused.subscribe();
+        let answers_held = self.answers_held.subscribe();
         tasks.spawn(async move {
             let mut pipes = JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
                 let paused = paused.clone();
+                let answers_held = answers_held.clone();
                 pipes.spawn(async move {
                     if let Ok(server) = TcpStream::connect(target).await {
                         let (client_read, client_write) = client.into_split();
                         let (server_read, server_write) = server.into_split();
-                        let up = pipe(client_read, server_write, paused.clone());
-                        let down = pipe(server_read, client_write, paused);
+                        let up = pipe(client_read, server_write, paused);
+                        let down = pipe(server_read, client_write, answers_held);
                         tokio::select! {
                             () = up => {}
                             () = down => {}
@@ -82,11 +90,21 @@ impl CutProxy {
     /// new ones) until [`CutProxy::resume`]; nothing is closed.
     pub fn pause(&self) {
         self.paused.send_replace(true);
+        self.answers_held.send_replace(true);
     }
 
-    /// Lets the bytes held since [`CutProxy::pause`] flow again.
+    /// Holds the server's bytes only, on every connection, until
+    /// [`CutProxy::resume`]: what clients send reaches the server, and they
+    /// wait for its answers.
+    pub fn hold_answers(&self) {
+        self.answers_held.send_replace(true);
+    }
+
+    /// Lets the bytes held since [`CutProxy::pause`] or
+    /// [`CutProxy::hold_answers`] flow again.
     pub fn resume(&self) {
         self.paused.send_replace(false);
+        self.answers_held.send_replace(false);
     }
 
     /// The end of the outage: listens again on the same port.

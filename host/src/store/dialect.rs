@@ -370,14 +370,32 @@ pub(crate) enum Tx<'c> {
 impl Store {
     /// Begins a transaction: on SQLite with the write lock taken up front
     /// ([`SQLITE_BEGIN`]).
+    ///
+    /// On a task of its own, because sqlx's `begin` is not safe to cancel:
+    /// a caller dropped while its `BEGIN` is in flight (a client that hangs
+    /// up, a timeout around a store call) leaves the connection in the pool
+    /// inside a transaction sqlx does not count, and the statements that
+    /// later run alone on it are in that transaction, answered as done and
+    /// lost when the connection closes (sqlx 0.8.6; upstream: transact-rs/sqlx#4393).
+    /// On its own task the `BEGIN` always completes, and a transaction
+    /// nobody took is dropped, which rolls it back before the connection is
+    /// used again.
     pub(crate) async fn begin(&self) -> Result<Tx<'static>> {
-        Ok(match &self.db {
-            Db::Pg(pool) => {
-                let primary = self.primary.as_deref();
-                Tx::Pg(seen(primary, pool.begin().await)?, self.primary.clone())
-            }
-            Db::Lite(pool) => Tx::Lite(pool.begin_with(SQLITE_BEGIN).await?),
+        let (db, primary) = (self.db.clone(), self.primary.clone());
+        let begun = tokio::spawn(async move {
+            Ok::<_, sqlx::Error>(match db {
+                Db::Pg(pool) => Tx::Pg(seen(primary.as_deref(), pool.begin().await)?, primary),
+                Db::Lite(pool) => Tx::Lite(pool.begin_with(SQLITE_BEGIN).await?),
+            })
         })
+        .await;
+        match begun {
+            Ok(tx) => Ok(tx?),
+            Err(e) => {
+                tracing::error!("beginning a transaction failed: {e}");
+                Err(StoreError::Database(sqlx::Error::BeginFailed))
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! One binary for these (and one for each other group) so CI links four
 //! test binaries, not sixteen.
 
+mod cancelled_begin;
 mod chat_history;
 mod decision_log;
 mod live_migration;
