@@ -24,6 +24,8 @@
 //! $B scaleout --replicas 2 --sessions 10000 --binary target/release/nomos-continue
 //! # policy replay of the log a worker wrote over 10,000 continuations
 //! $B replay --sessions 10000 [--sqlite]
+//! # serve's resident set under 1,000 continuations/s for 10 minutes
+//! $B soak --rate 1000 --minutes 10 --sessions 2000 --binary target/release/nomos-continue
 //! ```
 //!
 //! Options: `--sessions N` (default 100), `--samples N` latency samples
@@ -35,7 +37,8 @@
 //! 262144), `--history N` sessions of history, `--batch N` new executions
 //! per timed pass and `--passes N` timed passes for history (defaults 10000,
 //! 100, 7), `--replicas N` and `--binary PATH` for scale-out (defaults 1 and
-//! `target/release/nomos-continue`), `--sqlite` (a file in a temporary
+//! `target/release/nomos-continue`), `--rate N` continuations a second and
+//! `--minutes N` for soak (defaults 1000 and 10), `--sqlite` (a file in a temporary
 //! directory instead of PostgreSQL; latency, throughput, memory, replay),
 //! `--no-decision-log` (the worker logs no decisions, to see what the log
 //! costs),
@@ -51,13 +54,14 @@ mod procfs;
 mod replay;
 mod scaleout;
 mod setup;
+mod soak;
 
 use std::path::PathBuf;
 
 use setup::Error;
 
 const USAGE: &str =
-    "usage: worker_bench latency|throughput|memory|history|scaleout|replay [options]";
+    "usage: worker_bench latency|throughput|memory|history|scaleout|replay|soak [options]";
 
 pub struct Args {
     mode: String,
@@ -75,6 +79,8 @@ pub struct Args {
     passes: usize,
     replicas: usize,
     binary: PathBuf,
+    rate: usize,
+    minutes: u64,
     sqlite: bool,
     url: String,
 }
@@ -98,6 +104,8 @@ fn parse_args() -> Result<Args, String> {
         passes: 7,
         replicas: 1,
         binary: PathBuf::from("target/release/nomos-continue"),
+        rate: 1000,
+        minutes: 10,
         sqlite: false,
         url: std::env::var("NOMOS_BENCH_PG_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
@@ -124,6 +132,8 @@ fn parse_args() -> Result<Args, String> {
                     "--passes" => args.passes = count()?,
                     "--replicas" => args.replicas = count()?,
                     "--binary" => args.binary = PathBuf::from(&value),
+                    "--rate" => args.rate = count()?,
+                    "--minutes" => args.minutes = num()?.max(1),
                     "--database-url" => args.url = value.clone(),
                     other => return Err(format!("unknown option {other}")),
                 }
@@ -146,6 +156,7 @@ async fn main() -> Result<(), Error> {
         "history" => passes::history(&args).await,
         "scaleout" => scaleout::scaleout(&args).await,
         "replay" => replay::replay(&args).await,
+        "soak" => soak::soak(&args).await,
         other => Err(format!("unknown mode {other}; {USAGE}").into()),
     }
 }

@@ -15,11 +15,20 @@ const TICKS: f64 = 100.0;
 
 /// A `kB` line of `/proc/self/status` (`VmRSS`, `VmHWM`), in bytes.
 pub fn status_bytes(field: &str) -> Result<u64, Error> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
+    status_bytes_at("/proc/self/status", field)
+}
+
+/// [`status_bytes`] of another process.
+pub fn status_bytes_of(pid: u32, field: &str) -> Result<u64, Error> {
+    status_bytes_at(&format!("/proc/{pid}/status"), field)
+}
+
+fn status_bytes_at(path: &str, field: &str) -> Result<u64, Error> {
+    let status = std::fs::read_to_string(path)?;
     let line = status
         .lines()
         .find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))
-        .ok_or_else(|| format!("no {field} in /proc/self/status"))?;
+        .ok_or_else(|| format!("no {field} in {path}"))?;
     let kb: u64 = line[field.len() + 1..]
         .trim()
         .trim_end_matches("kB")

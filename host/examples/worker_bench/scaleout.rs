@@ -40,7 +40,7 @@ const STALL: Duration = Duration::from_secs(600);
 
 /// What the no-op agent has seen.
 #[derive(Default)]
-struct Seen {
+pub(crate) struct Seen {
     /// Distinct idempotency keys of continuations: a redelivery of one
     /// (after a lapsed lease) counts once.
     keys: Mutex<HashSet<String>>,
@@ -48,7 +48,7 @@ struct Seen {
 }
 
 impl Seen {
-    fn continuations(&self) -> usize {
+    pub(crate) fn continuations(&self) -> usize {
         self.keys
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -69,7 +69,7 @@ async fn hook(State(seen): State<Arc<Seen>>, body: Bytes) -> StatusCode {
 }
 
 /// The no-op agent on `127.0.0.1:0`; returns its webhook URL.
-async fn start_agent(seen: Arc<Seen>) -> Result<String, Error> {
+pub(crate) async fn start_agent(seen: Arc<Seen>) -> Result<String, Error> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = Router::new().route("/hook", post(hook)).with_state(seen);
@@ -83,14 +83,15 @@ async fn start_agent(seen: Arc<Seen>) -> Result<String, Error> {
 
 /// Starts `serve` with the production defaults (poll, lease, wake-up
 /// listener) and waits until it prints the address it listens on. Killed
-/// when dropped; its log (warnings and errors) goes to our stderr.
-async fn start_replica(
+/// when dropped; its log (warnings and errors) goes to our stderr. Returns
+/// it with the base URL of its API.
+pub(crate) async fn start_replica(
     binary: &Path,
     database_url: &str,
     webhook: &str,
     worker_id: &str,
     poll_ms: u64,
-) -> Result<Child, Error> {
+) -> Result<(Child, String), Error> {
     let mut child = Command::new(binary)
         .arg("serve")
         .args(["--database-url", database_url])
@@ -114,19 +115,20 @@ async fn start_replica(
     let mut lines = BufReader::new(stdout).lines();
     let started = tokio::time::timeout(START_TIMEOUT, async {
         while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains("listening on") {
-                return true;
+            // "… listening on http://127.0.0.1:PORT (worker …"
+            if let Some((_, rest)) = line.split_once("listening on ") {
+                return rest.split_whitespace().next().map(str::to_owned);
             }
         }
-        false
+        None
     })
     .await;
-    if started != Ok(true) {
+    let Ok(Some(base)) = started else {
         return Err(format!("replica {worker_id} did not start").into());
-    }
+    };
     // Keep draining stdout so the process never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(child)
+    Ok((child, base))
 }
 
 /// `top`'s first lines over half a second: who is on the CPU then. The
@@ -162,7 +164,11 @@ pub async fn scaleout(args: &Args) -> Result<(), Error> {
     let mut replicas = Vec::new();
     for i in 0..args.replicas {
         let id = format!("bench-r{i}");
-        replicas.push(start_replica(&args.binary, &url, &webhook, &id, args.poll_ms).await?);
+        replicas.push(
+            start_replica(&args.binary, &url, &webhook, &id, args.poll_ms)
+                .await?
+                .0,
+        );
     }
     // Let each finish its first (empty) pass.
     tokio::time::sleep(Duration::from_millis(500)).await;
