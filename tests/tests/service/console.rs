@@ -572,14 +572,18 @@ async fn the_console_shows_what_is_failing_and_retries_it() -> Result<()> {
             .await
     };
 
-    // Sixty executions of one session, all completed and continued.
+    // Sixty executions of one session, all completed and continued. They
+    // report before they are linked, so one link makes all sixty ready at
+    // once: reported one by one after the link, how many continuations
+    // they took (and whether the window's loop guard of 20 dropped the
+    // rest) depended on how fast the worker picked each one up.
     let busy = Uuid::new_v4();
     let many: Vec<Uuid> = (0..60).map(|_| Uuid::new_v4()).collect();
     replica.approve(busy).await;
-    replica.link(busy, &many).await;
     for execution in &many {
         replica.put_status(*execution, "completed", "ok").await;
     }
+    replica.link(busy, &many).await;
     // The failing session: its output written for a terminal, 100 lines,
     // the error last.
     let mut output: String = (1..=99)
