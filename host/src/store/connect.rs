@@ -2,6 +2,7 @@
 //! servers of which the store uses the primary (see `primary`).
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
@@ -55,7 +56,8 @@ impl Store {
             }
         }
         if is_postgres(first) {
-            if let Some(primary) = Primary::from_urls(urls)? {
+            let era = Arc::default();
+            if let Some(primary) = Primary::from_urls(urls, Arc::clone(&era))? {
                 primary.find_first().await?;
                 let pool = primary
                     .pool_options()
@@ -66,6 +68,7 @@ impl Store {
                 return Ok(Self {
                     db: Db::Pg(pool),
                     primary: Some(primary),
+                    era,
                 });
             }
             let pool = PgPoolOptions::new()
@@ -108,6 +111,7 @@ impl Store {
         Self {
             db: Db::Pg(pool),
             primary: None,
+            era: Arc::default(),
         }
     }
 
@@ -117,6 +121,7 @@ impl Store {
         Self {
             db: Db::Lite(pool),
             primary: None,
+            era: Arc::default(),
         }
     }
 
@@ -146,6 +151,7 @@ impl Store {
         Self {
             db: Db::Pg(requests),
             primary: self.primary.clone(),
+            era: Arc::clone(&self.era),
         }
     }
 

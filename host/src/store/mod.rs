@@ -312,6 +312,11 @@ pub struct Store {
     /// The candidates and the watch over them, when several PostgreSQL
     /// servers were given (see `primary`); `None` for one server.
     pub(crate) primary: Option<Arc<primary::Primary>>,
+    /// The primary era: counts the switches to another primary (shared by
+    /// the clones of this store, its request store and its `primary`). A
+    /// switch may lose the old primary's last commits: see
+    /// [`Store::primary_era`].
+    pub(crate) era: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -328,6 +333,14 @@ impl Store {
             Db::Pg(pool) => of(pool),
             Db::Lite(pool) => of(pool),
         }
+    }
+
+    /// How many times the store has switched to another primary so far.
+    /// The worker's standby fence reads it around a claim: a confirmation
+    /// from the standbys proves a claim durable only if it was asked of
+    /// the primary that committed the claim. Always 0 with one server.
+    pub fn primary_era(&self) -> u64 {
+        self.era.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Which backend this store talks to.

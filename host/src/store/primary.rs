@@ -19,6 +19,7 @@
 //! A single URL has no [`Primary`] at all: the store behaves as it always
 //! did.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -58,6 +59,9 @@ pub(crate) struct Primary {
     suspect: Notify,
     /// Counts switches, for connections held outside the pools (LISTEN).
     switches: watch::Sender<u64>,
+    /// The store's primary era ([`super::Store::primary_era`]), counted
+    /// up at each switch once the pools point at the new primary.
+    era: Arc<AtomicU64>,
 }
 
 #[derive(Debug)]
@@ -80,7 +84,7 @@ impl Primary {
     /// The candidates of `urls`: each URL's hosts in order (libpq's
     /// multi-host form `postgresql://u@h1:p1,h2:p2/db` is one URL per host),
     /// URLs in the order given. `None` for a single server.
-    pub(crate) fn from_urls(urls: &[&str]) -> Result<Option<Arc<Self>>> {
+    pub(crate) fn from_urls(urls: &[&str], era: Arc<AtomicU64>) -> Result<Option<Arc<Self>>> {
         let mut candidates = Vec::new();
         for url in urls {
             for one in split_hosts(url) {
@@ -101,6 +105,7 @@ impl Primary {
             }),
             suspect: Notify::new(),
             switches: watch::Sender::new(0),
+            era,
         })))
     }
 
@@ -283,6 +288,10 @@ impl Primary {
             pool.set_connect_options(self.candidates[index].options.clone());
         }
         drop(state);
+        // After the pools point at the new server: whoever reads the new
+        // era from now on gets connections to it (older ones are closed as
+        // they come back), so only work of the old era can be on the old.
+        self.era.fetch_add(1, Ordering::SeqCst);
         self.switches.send_modify(|n| *n += 1);
     }
 }

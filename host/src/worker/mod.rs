@@ -263,8 +263,10 @@ impl Worker {
     }
 
     async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
+        // The era the plan's claims are taken in, for the standby fence.
+        let era = self.deliverer.store.primary_era();
         let (mut plan, unlogged) = self.planner.plan_pass(poll, true).await?;
-        let claimed = std::mem::take(&mut plan.claimed);
+        let claimed = (era, std::mem::take(&mut plan.claimed));
         // The decision log is written while the calls go out.
         let (deliver, ()) = tokio::join!(
             self.deliverer.deliver_pass(stop, claimed, poll),

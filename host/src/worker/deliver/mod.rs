@@ -139,7 +139,8 @@ impl Deliverer {
     #[cfg(feature = "test-support")]
     /// One deliver step. Tests call this directly.
     pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
-        self.deliver_pass(&CancellationToken::new(), Vec::new(), Poll::Sweep)
+        let era = self.store.primary_era();
+        self.deliver_pass(&CancellationToken::new(), (era, Vec::new()), Poll::Sweep)
             .await
     }
 
@@ -153,7 +154,7 @@ impl Deliverer {
     pub(crate) async fn deliver_pass(
         &self,
         stop: &CancellationToken,
-        claimed: Vec<Delivery>,
+        (mut era, claimed): (u64, Vec<Delivery>),
         poll: Poll,
     ) -> Result<DeliverReport, WorkerError> {
         let mut report = DeliverReport::default();
@@ -180,7 +181,9 @@ impl Deliverer {
             .unwrap_or(usize::MAX)
             .max(1);
         let mut batch = if claimed.is_empty() {
-            self.claim(slots.min(budget)).await?
+            let (at, batch) = self.claim(slots.min(budget)).await?;
+            era = at;
+            batch
         } else {
             claimed
         };
@@ -223,10 +226,14 @@ impl Deliverer {
                             Err(NotAccepted::Failed(AgentError::unavailable(why)))
                         }
                         fence::Gate::Open => {
-                            worker.call(&delivery, claim, ready, trace, false).await
+                            worker
+                                .call(&delivery, (claim, era), ready, trace, false)
+                                .await
                         }
                         fence::Gate::OpenAfterWaiting => {
-                            worker.call(&delivery, claim, ready, trace, true).await
+                            worker
+                                .call(&delivery, (claim, era), ready, trace, true)
+                                .await
                         }
                     };
                     match called {
@@ -250,9 +257,9 @@ impl Deliverer {
             if !exhausted && !stop.is_cancelled() && free >= (slots / 4).max(1) && claimed < budget
             {
                 match self.claim(free.min(budget - claimed)).await {
-                    Ok(more) if more.is_empty() => exhausted = true,
-                    Ok(more) => {
-                        batch = more;
+                    Ok((_, more)) if more.is_empty() => exhausted = true,
+                    Ok((at, more)) => {
+                        (era, batch) = (at, more);
                         continue;
                     }
                     Err(e) => {
@@ -299,11 +306,14 @@ impl Deliverer {
         }
     }
 
-    /// Claims up to `limit` due deliveries under one fresh token. Each claim
+    /// Claims up to `limit` due deliveries under one fresh token, and says
+    /// in which of the store's primary eras ([`Store::primary_era`], read
+    /// before the claim) it was taken, for the standby fence. Each claim
     /// joins the set whose leases are renewed the moment it is taken, before
     /// anything else is awaited: a claim waiting for its call (behind the
     /// SOUL, behind a busy pool) must not lapse either.
-    async fn claim(&self, limit: usize) -> Result<Vec<Delivery>, WorkerError> {
+    async fn claim(&self, limit: usize) -> Result<(u64, Vec<Delivery>), WorkerError> {
+        let era = self.store.primary_era();
         let lease = self.config.lease_duration();
         let claimed = self
             .store
@@ -316,7 +326,7 @@ impl Deliverer {
             .await?;
         self.lock_in_flight()
             .extend(claimed.iter().filter_map(claimed_lease));
-        Ok(claimed)
+        Ok((era, claimed))
     }
 
     /// Why a delivery is not called at all: its earlier claims recorded no
@@ -332,14 +342,24 @@ impl Deliverer {
 
     /// Calls the agent for one claimed delivery, in a `deliver` span under
     /// `trace` whose context the call carries, if `claim` still holds its
-    /// lease at the moment of the call (see [`Self::still_held`]). With
-    /// `window_again` (the standby fence kept the call waiting after its
-    /// claim checked the window), a continuation's window is read once more
-    /// and one that closed meanwhile is dropped with one notice, not sent.
+    /// lease at the moment of the call (see [`Self::still_held`]) and the
+    /// store still uses the primary of `era`, the one it was claimed on.
+    /// With `window_again` (the standby fence kept the call waiting after
+    /// its claim checked the window), a continuation's window is read once
+    /// more and one that closed meanwhile is dropped with one notice, not
+    /// sent.
+    ///
+    /// Why the era: the standby fence proves a claim is on the standbys by
+    /// asking the primary. After a switch to a promoted standby the look
+    /// asks the new primary, which may lack the claim (committed last on the
+    /// old one) and still confirm; a call sent then has a plan the database
+    /// no longer holds, which the next plan may fold under another key. So
+    /// a call whose claim is of an older era is not made; it is tried again
+    /// after its backoff, under its claim if the new primary has it.
     async fn call(
         &self,
         delivery: &Delivery,
-        claim: Claim,
+        (claim, era): (Claim, u64),
         ready: Result<Ready, String>,
         trace: Option<LinkTrace>,
         window_again: bool,
@@ -382,6 +402,13 @@ impl Deliverer {
         }
         if !self.still_held(&[claim]).await.contains(&claim) {
             return Err(NotAccepted::NotHeld);
+        }
+        // No await from here to the call: the era is the one it goes out in.
+        if self.store.primary_era() != era {
+            return Err(NotAccepted::NotMade(AgentError::unavailable(
+                "the database primary changed after this delivery was claimed; \
+                 the call waits for its retry",
+            )));
         }
         let span = trace::span(delivery, trace.as_ref());
         let (traceparent, tracestate) = span.headers();

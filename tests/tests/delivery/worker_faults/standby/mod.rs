@@ -9,11 +9,15 @@
 //! - `hole`: the lost plan whose key went out, made deterministic with a
 //!   standby that is connected but receives nothing, with the standby
 //!   fence on (one key per execution) and off (an execution under two
-//!   keys: the test can fail).
+//!   keys: the test can fail);
+//! - `denied`: a deny while the fence waits;
+//! - `switched`: a confirmation that comes after the store switched
+//!   primaries proves nothing, and the call waits.
 
 mod denied;
 mod hole;
 mod promoted;
+mod switched;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
