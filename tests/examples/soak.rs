@@ -1,7 +1,9 @@
 //! Soak: the fault-injection simulation of the delivery promises on random
 //! seeds, alternating SQLite and PostgreSQL (or on the store `--store`
-//! names), for a number of minutes. On PostgreSQL the store also refuses
-//! writes for stretches of simulated time (SQLSTATE 53100, a full disk).
+//! names), for a number of minutes. Every run's store fails over now and
+//! then to a standby that lacks its last commits; on PostgreSQL the store
+//! also refuses writes for stretches of simulated time (SQLSTATE 53100, a
+//! full disk).
 //!
 //! ```sh
 //! cargo run --release -p nomos-continue-tests --example soak -- --minutes 10
@@ -9,7 +11,8 @@
 //! ```
 //!
 //! Prints every failed pass as it happens (with its seed and store), one
-//! line per seed, and a summary: seeds, operations, faults injected, passes
+//! line per seed, and a summary: seeds, operations, faults injected,
+//! failovers and the records of accepted calls they lost, passes
 //! failed by an injected refusal, pass errors (any other failed pass) and of
 //! the deadlocks PostgreSQL detected (`pg_stat_database`, which also counts
 //! the statements the engine retries without failing a pass), invariant
@@ -95,6 +98,8 @@ struct Totals {
     operations: usize,
     faults: usize,
     refused: usize,
+    failovers: usize,
+    lost_records: usize,
     pass_errors: usize,
     deadlocks: usize,
     violations: usize,
@@ -135,6 +140,7 @@ async fn soak() -> Result<bool> {
         store.migrate().await.context("migrate")?;
         let config = sim::SimConfig {
             refusing_store: postgres,
+            losing_store: true,
             print_errors: true,
             ..sim::SimConfig::small(seed)
         };
@@ -149,13 +155,17 @@ async fn soak() -> Result<bool> {
         totals.operations += report.operations;
         totals.faults += report.faults;
         totals.refused += report.refused;
+        totals.failovers += report.failovers;
+        totals.lost_records += report.lost_records;
         totals.pass_errors += report.pass_errors;
         totals.deadlocks += report.deadlocks;
         totals.violations += report.violations.len();
         println!(
-            "seed {seed} on {backend}: {} operations, {} faults, {} refused passes, {} pass errors, {} deadlocks, {} calls, {} continued, {} dropped, {} failed, {} violations, driver log {}",
+            "seed {seed} on {backend}: {} operations, {} faults, {} failovers ({} records lost), {} refused passes, {} pass errors, {} deadlocks, {} calls, {} continued, {} dropped, {} failed, {} violations, driver log {}",
             report.operations,
             report.faults,
+            report.failovers,
+            report.lost_records,
             report.refused,
             report.pass_errors,
             report.deadlocks,
@@ -176,8 +186,8 @@ async fn soak() -> Result<bool> {
     }
     let t = &totals;
     println!(
-        "soak: {} seeds, {} operations, {} faults injected ({} passes refused by the store), {} pass errors, {} deadlocks, {} violations",
-        t.seeds, t.operations, t.faults, t.refused, t.pass_errors, t.deadlocks, t.violations
+        "soak: {} seeds, {} operations, {} faults injected ({} failovers losing {} records of accepted calls, {} passes refused by the store), {} pass errors, {} deadlocks, {} violations",
+        t.seeds, t.operations, t.faults, t.failovers, t.lost_records, t.refused, t.pass_errors, t.deadlocks, t.violations
     );
     for (seed, backend) in &t.failed {
         println!(

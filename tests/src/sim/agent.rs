@@ -4,6 +4,7 @@
 //! record of every call, which the invariants are judged against.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +52,16 @@ pub struct Call {
     pub evidence: String,
 }
 
+/// A continuation's claim, read at its call, for P3.
+#[derive(Debug)]
+struct ClaimSeen {
+    session: Uuid,
+    key: String,
+    claimed_at: DateTime<Utc>,
+    /// The window the store held and the clock at the call.
+    evidence: String,
+}
+
 /// The runtime's knobs, set by the driver.
 #[derive(Debug, Default)]
 pub struct Weather {
@@ -60,6 +71,9 @@ pub struct Weather {
     pub calm: bool,
     /// The endpoint answers 500 to everything, calm or not.
     pub dead_for_good: bool,
+    /// The store's standby is brought up to date before each call
+    /// (`failover`).
+    pub lagging_standby: bool,
 }
 
 /// What every worker incarnation's agent shares.
@@ -70,6 +84,8 @@ pub struct Runtime {
     pub weather: Mutex<Weather>,
     dice: Dice,
     calls: Mutex<Vec<Call>>,
+    /// Every continuation's claim, judged after the drain (P3).
+    claims: Mutex<Vec<ClaimSeen>>,
     violations: Mutex<Vec<String>>,
     /// Held calls wait on this; the driver releases them all at once.
     release: Notify,
@@ -82,6 +98,10 @@ pub struct Runtime {
     sequence: std::sync::atomic::AtomicU64,
     /// Each incarnation's worker, for the evidence kept with a call.
     pub workers: Mutex<HashMap<usize, nomos_continue::worker::Worker>>,
+    /// Calls that asked for the standby to catch up, and how many of them
+    /// a copy has served (`failover`).
+    pub standby_asked: AtomicU64,
+    pub standby_served: AtomicU64,
 }
 
 impl Runtime {
@@ -103,16 +123,19 @@ impl Runtime {
             weather: Mutex::default(),
             dice: Dice::new(seed ^ 0x5eed_a9e7),
             calls: Mutex::default(),
+            claims: Mutex::default(),
             violations: Mutex::default(),
             release: Notify::new(),
             faults: Mutex::new(0),
             dead: Mutex::default(),
             sequence: std::sync::atomic::AtomicU64::new(0),
             workers: Mutex::default(),
+            standby_asked: AtomicU64::new(0),
+            standby_served: AtomicU64::new(0),
         }
     }
 
-    fn tick(&self) -> u64 {
+    pub(super) fn tick(&self) -> u64 {
         self.sequence
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     }
@@ -147,8 +170,39 @@ impl Runtime {
         *lock(&self.faults) += 1;
     }
 
+    /// The standby has every commit made before a call: what the worker's
+    /// standby fence waits for. The first thing a call does: the call asks
+    /// with no await since the worker's last look at the store's primary
+    /// era, so a failover after that look serves the ask before it loses
+    /// anything (`store::testing::fail_over`).
+    async fn standby_catches_up(&self) {
+        if !lock(&self.weather).lagging_standby {
+            return;
+        }
+        let ask = self.standby_asked.fetch_add(1, Ordering::SeqCst) + 1;
+        let caught_up =
+            nomos_continue::store::testing::replicate(&self.store, || self.standby_serves(ask));
+        if let Err(e) = caught_up.await {
+            self.violation(format!("could not bring the standby up to date: {e}"));
+        }
+    }
+
+    /// Whether a copy is needed to serve ask number `ask` (every ask made
+    /// so far, if so, which the copy then serves).
+    pub(super) fn standby_serves(&self, ask: u64) -> bool {
+        if self.standby_served.load(Ordering::SeqCst) >= ask {
+            return false;
+        }
+        let asked = self.standby_asked.load(Ordering::SeqCst);
+        self.standby_served.store(asked, Ordering::SeqCst);
+        true
+    }
+
     /// P3, judged at the call: the continuation's claim was taken while the
-    /// model says its window was open.
+    /// model says its window was open. The claim is read now; it is judged
+    /// after the drain, against the model as it then is: a failover that
+    /// opened a window again (its denial lost) is noted in the model only
+    /// once the driver has read the store, and a call may come first.
     async fn check_window(&self, continuation: &Continuation) {
         let ledger = match self
             .store
@@ -168,17 +222,33 @@ impl Runtime {
                 continuation.idempotency_key
             ));
         };
-        if !lock(&self.windows).open_at(continuation.session_id, claimed_at) {
-            let stored = self.store.window(continuation.session_id).await;
-            let spans = lock(&self.windows).spans(continuation.session_id);
-            self.violation(format!(
-                "P3: continuation {} of session {} claimed at {claimed_at} outside its window \
-                 (model {spans:?}; store {stored:?}; clock {})",
-                continuation.idempotency_key,
-                continuation.session_id,
-                self.clock.now()
-            ));
-        }
+        let stored = self.store.window(continuation.session_id).await;
+        lock(&self.claims).push(ClaimSeen {
+            session: continuation.session_id,
+            key: continuation.idempotency_key.clone(),
+            claimed_at,
+            evidence: format!("store {stored:?}; clock {}", self.clock.now()),
+        });
+    }
+
+    /// P3 for every continuation called: its claim was taken while the
+    /// model says its window was open.
+    pub fn window_violations(&self) -> Vec<String> {
+        let windows = lock(&self.windows);
+        (lock(&self.claims).iter())
+            .filter(|c| !windows.open_at(c.session, c.claimed_at))
+            .map(|c| {
+                format!(
+                    "P3: continuation {} of session {} claimed at {} outside its window \
+                     (model {:?}; at the call: {})",
+                    c.key,
+                    c.session,
+                    c.claimed_at,
+                    windows.spans(c.session),
+                    c.evidence
+                )
+            })
+            .collect()
     }
 
     async fn answer(&self, worker: usize, session: Uuid, mut call: Call) -> Result<(), AgentError> {
@@ -341,6 +411,7 @@ pub struct SimAgent {
 #[async_trait]
 impl Agent for SimAgent {
     async fn continue_session(&self, continuation: &Continuation) -> Result<(), AgentError> {
+        self.runtime.standby_catches_up().await;
         self.runtime.check_window(continuation).await;
         let call = Call {
             continuation: true,
@@ -361,6 +432,7 @@ impl Agent for SimAgent {
     }
 
     async fn notify(&self, notice: &Notice) -> Result<(), AgentError> {
+        self.runtime.standby_catches_up().await;
         let call = Call {
             continuation: false,
             key: notice.idempotency_key.clone(),

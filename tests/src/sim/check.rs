@@ -15,6 +15,7 @@ const RETRY_BUDGET: chrono::Duration = chrono::Duration::minutes(15);
 pub(super) async fn check(sim: &Sim) -> SimReport {
     let mut report = SimReport::default();
     let mut v: Vec<String> = sim.runtime.violations();
+    v.extend(sim.runtime.window_violations());
     let calls = sim.runtime.calls();
     report.calls = calls.len();
     let keyed = by_key(&calls);
@@ -31,15 +32,7 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
         if let Some(at) = accepted {
             let again = calls.iter().filter(|c| c.started > at).count();
             if again > 0 && !sim.unknown.contains(*key) {
-                let answers: Vec<String> = calls
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{:?} #{}-{} [{}]",
-                            c.answer, c.started, c.answered, c.evidence
-                        )
-                    })
-                    .collect();
+                let answers = evidence(calls);
                 v.push(format!(
                     "P2: key {key} called {again} more time(s) after the agent accepted it: {answers:?}"
                 ));
@@ -54,7 +47,8 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
             .filter(|c| c.answer == Answer::Accepted)
             .count();
         if clean > 1 && !sim.unknown.contains(*key) {
-            v.push(format!("P2: key {key} accepted {clean} times"));
+            let answers = evidence(calls);
+            v.push(format!("P2: key {key} accepted {clean} times: {answers:?}"));
         }
     }
     // P2: one key per execution.
@@ -110,7 +104,10 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
                 Err(e) => v.push(format!("could not read execution {id}: {e}")),
                 _ => {}
             }
-            for call in calls.iter().filter(|c| c.continuation) {
+            // A failover that lost the terminal status made it running
+            // again for a while: a continuation may have named it so.
+            let relapsed = sim.relapsed.contains(&id);
+            for call in calls.iter().filter(|c| c.continuation && !relapsed) {
                 for (eid, status) in &call.executions {
                     if *eid == id && status != first {
                         v.push(format!(
@@ -216,6 +213,19 @@ pub(super) async fn check(sim: &Sim) -> SimReport {
     report
 }
 
+/// Each call of a key: its answer, when it started and was answered, and
+/// the ledger's row then.
+fn evidence(calls: &[&super::agent::Call]) -> Vec<String> {
+    (calls.iter())
+        .map(|c| {
+            format!(
+                "{:?} #{}-{} [{}]",
+                c.answer, c.started, c.answered, c.evidence
+            )
+        })
+        .collect()
+}
+
 /// P1 with the operator's channel: every notice reaches a person (the
 /// agent accepted it, or its copy reached the operator's channel) or is
 /// one the undelivered count finds; the channel carried nothing but
@@ -234,7 +244,7 @@ async fn operator_channel(
         .map(|d| (d.idempotency_key.as_str(), d))
         .collect();
     for key in lock(&sim.operator.keys).iter() {
-        if !notices.contains_key(key.as_str()) {
+        if !notices.contains_key(key.as_str()) && !sim.lost_notices.contains(key) {
             v.push(format!(
                 "operator channel carried {key}, which is no notice"
             ));

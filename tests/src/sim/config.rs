@@ -20,6 +20,15 @@ pub struct SimConfig {
     /// The store refuses every write for stretches of simulated time, as a
     /// full disk makes it (PostgreSQL only, see `refuse`).
     pub refusing_store: bool,
+    /// The store fails over now and then to a standby that lacks its last
+    /// commits (`failover`): the standby is brought up to date only right
+    /// before each agent call, as the standby fence guarantees.
+    pub losing_store: bool,
+    /// With `losing_store`: the standby is brought up to date at the
+    /// driver's long waits instead of before each call, as if the worker
+    /// had no standby fence; the check must then find executions sent under
+    /// two keys (what the fence is for).
+    pub unfenced_standby: bool,
     /// Print each failed pass (with the seed and the store) as it happens,
     /// not only when `SIM_LOG` is set.
     pub print_errors: bool,
@@ -36,6 +45,8 @@ impl SimConfig {
             agent_down_for_good: false,
             operator_down_for_good: false,
             refusing_store: false,
+            losing_store: false,
+            unfenced_standby: false,
             print_errors: false,
         }
     }
@@ -56,6 +67,15 @@ impl SimConfig {
         }
     }
 
+    /// [`Self::small`] with a store that fails over now and then, losing
+    /// its last commits.
+    pub fn losing(seed: u64) -> Self {
+        Self {
+            losing_store: true,
+            ..Self::small(seed)
+        }
+    }
+
     /// The seed of the ids the driver makes up (sessions, executions,
     /// tasks). It mixes in the modes, so that runs of one seed in other
     /// modes on one store (as the tests do) do not share ids, while a run
@@ -67,6 +87,8 @@ impl SimConfig {
             u8::from(self.agent_down_for_good),
             u8::from(self.operator_down_for_good),
             u8::from(self.refusing_store),
+            u8::from(self.losing_store),
+            u8::from(self.unfenced_standby),
         ]);
         let bytes: [u8; 8] = hash.finalize()[..8].try_into().unwrap_or_default();
         u64::from_le_bytes(bytes)
@@ -106,6 +128,10 @@ pub struct SimReport {
     pub deadlocks: usize,
     /// Passes that failed on an injected refusal (`refusing_store`).
     pub refused: usize,
+    /// Failovers that lost commits (`losing_store`), and the keys whose
+    /// accepted call's record they lost (sent again under the same key).
+    pub failovers: usize,
+    pub lost_records: usize,
     /// Notices whose copy reached the operator's channel, and notices that
     /// reached no one (counted as undelivered).
     pub told_operator: usize,

@@ -3,10 +3,8 @@
 //! promises are judged after it.
 
 use chrono::Duration;
-use nomos_continue::clock::Clock;
 use nomos_continue::store::DeliveryState;
 
-use super::push;
 use super::reports::report_next;
 use super::{lock, Sim};
 
@@ -101,26 +99,12 @@ impl Sim {
         false
     }
 
-    /// The tool results the store refused, posted again as the runtime
-    /// does after a 503: links and task registrations.
+    /// The tool results the store refused or a failover lost, posted
+    /// again as the runtime does after a 503: links and task registrations.
     async fn post_refused_tool_results(&mut self) {
         for i in 0..self.executions.len() {
-            if !self.executions[i].relink {
-                continue;
-            }
-            let session = self.executions[i].session;
-            let id = self.executions[i].id;
-            let now = self.clock.now();
-            let linked = self.store.link(session, &[id], now).await.is_ok();
-            let registered = match self.executions[i].task.clone() {
-                Some(task) => push::register(&self.store, id, &task, &self.clock).await,
-                None => true,
-            };
-            if linked && registered {
-                let execution = &mut self.executions[i];
-                execution.linked = true;
-                execution.relink = false;
-            } else {
+            if self.executions[i].relink && !self.post_again(i).await {
+                let id = self.executions[i].id;
                 self.broken
                     .push(format!("the store never took the tool result of {id}"));
             }

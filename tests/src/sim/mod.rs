@@ -7,7 +7,8 @@
 //! an agent runtime that is slow, answers 500, 409 or 429 with
 //! `Retry-After`, times out, accepts and then resets, refuses with 404, or is
 //! down for minutes; workers killed mid-pass or stalled past their lease;
-//! a store that refuses every write for a while (`faults`). Then it drains
+//! a store that refuses every write for a while (`faults`), or fails over
+//! to a standby that lacks its last commits (`failover`). Then it drains
 //! (a calm runtime, time moving on, `drain`) and checks the promises
 //! against the ledger and the runtime's own record of calls (`check`).
 //!
@@ -28,6 +29,7 @@ mod agent;
 mod check;
 mod config;
 mod drain;
+mod failover;
 mod faults;
 mod model;
 mod operator;
@@ -98,6 +100,15 @@ struct Sim {
     refusing_until: Option<DateTime<Utc>>,
     /// Promises seen broken while driving (a forged push let in).
     broken: Vec<String>,
+    /// Keys of notices the operator's channel carried whose rows a
+    /// failover lost (`failover`).
+    lost_notices: HashSet<String>,
+    /// Executions whose terminal status a failover lost: running again
+    /// until the driver reports it again (`failover`).
+    relapsed: HashSet<Uuid>,
+    /// Failovers, and the records of accepted calls they lost.
+    failovers: usize,
+    lost_records: usize,
 }
 
 /// Runs one seeded simulation on `store` and checks the promises.
@@ -128,6 +139,12 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         if let Err(e) = nomos_continue::store::testing::install_write_refusal(&store).await {
             broken.push(format!("could not install the refusal of writes: {e}"));
         }
+    }
+    if config.losing_store {
+        if let Err(e) = nomos_continue::store::testing::install_lagging_standby(&store).await {
+            broken.push(format!("could not install the lagging standby: {e}"));
+        }
+        runtime.weather_mut().lagging_standby = !config.unfenced_standby;
     }
     let deadlocks_before = deadlocks_detected(&store).await.unwrap_or(0);
     let mut ids = StdRng::seed_from_u64(config.id_seed());
@@ -161,6 +178,10 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         passes,
         refusing_until: None,
         broken,
+        lost_notices: HashSet::new(),
+        relapsed: HashSet::new(),
+        failovers: 0,
+        lost_records: 0,
     };
     for _ in 0..config.workers {
         sim.spawn_worker();
@@ -185,6 +206,8 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
         .deadlocks
         .max(usize::try_from(in_database).unwrap_or(0));
     report.refused = counts.refused;
+    report.failovers = sim.failovers;
+    report.lost_records = sim.lost_records;
     report.violations.extend(sim.broken.iter().cloned());
     report
 }
@@ -232,6 +255,7 @@ impl Sim {
             700..=719 => {
                 let minutes = self.rng.gen_range(1..12);
                 self.record(format_args!("advance {minutes} min"));
+                self.standby_streams().await;
                 self.advance(Duration::minutes(minutes)).await;
             }
             720..=929 => self.start_pass(),
@@ -239,8 +263,10 @@ impl Sim {
             970..=979 => self.kill().await,
             980..=989 => self.stall().await,
             // A run with a refusing store turns half the outages into
-            // refusals; other runs take the same steps as before it could.
+            // refusals, one with a losing store the rest into failovers;
+            // other runs take the same steps as before.
             995.. if self.config.refusing_store => self.refuse().await,
+            990.. if self.config.losing_store => self.fail_over().await,
             _ => self.outage(),
         }
         if self.rng.gen_bool(0.05) {
@@ -340,6 +366,7 @@ impl Sim {
             relink: false,
             script,
             first_terminal: None,
+            terminal_report: None,
             task,
             last_push: None,
         };

@@ -36,6 +36,15 @@ impl Windows {
         }
     }
 
+    /// Until when the window is open at `at` (the latest end of an
+    /// interval holding `at`, the end excluded as the store excludes it).
+    pub fn open_until(&self, session: Uuid, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        (self.open.get(&session)?.iter())
+            .filter(|(from, until)| *from <= at && at < *until)
+            .map(|(_, until)| *until)
+            .max()
+    }
+
     /// The session's open intervals, for a violation's evidence.
     pub fn spans(&self, session: Uuid) -> Vec<Span> {
         self.open.get(&session).cloned().unwrap_or_default()
@@ -69,6 +78,9 @@ pub struct ExecutionModel {
     pub script: Vec<(&'static str, String)>,
     /// The first terminal status reported, which must stay.
     pub first_terminal: Option<String>,
+    /// That report as the driver sent it (its scripted status and result),
+    /// to send again when a failover lost it (`failover`).
+    pub terminal_report: Option<(&'static str, String)>,
     /// The A2A task the execution is, reported by pushes (`push`).
     pub task: Option<SimTask>,
     /// The last push sent, to send again (at least once).

@@ -103,7 +103,7 @@ pub(super) async fn push(
     clock: &ManualClock,
     execution: &mut ExecutionModel,
     task: &SimTask,
-    (status, result): (&str, &str),
+    (status, result): (&'static str, &str),
 ) -> Result<Option<String>, NotStored> {
     let body = json!({"statusUpdate": {"taskId": task.task_id, "contextId": "sim",
         "status": {"state": state(status),
@@ -146,6 +146,7 @@ pub(super) async fn push(
     }
     if finished && execution.first_terminal.is_none() {
         execution.first_terminal = Some(state);
+        execution.terminal_report = Some((status, result.to_string()));
     }
     Ok(None)
 }

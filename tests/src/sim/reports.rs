@@ -107,6 +107,7 @@ pub(super) async fn report_next(
         execution.script.push((status, result));
     } else if finished && execution.first_terminal.is_none() {
         execution.first_terminal = Some(status.to_string());
+        execution.terminal_report = Some((status, result));
     }
     None
 }
