@@ -197,7 +197,7 @@ pub async fn run(store: Store, policy: Arc<PolicyRuntime>, config: SimConfig) ->
     report.driver_faults = sim.faults;
     report.faults = sim.faults + *lock(&sim.runtime.faults) + *lock(&sim.operator.faults);
     report.digest = hex::encode(sim.log.clone().finalize());
-    let counts = sim.passes.counts();
+    let counts = sim.passes.end();
     report.pass_errors = counts.errors;
     // The database's own count also has the deadlocks of statements the
     // engine retries without failing a pass (lease renewals, records).

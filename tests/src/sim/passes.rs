@@ -4,6 +4,7 @@
 //! Passes run as spawned tasks with nowhere to return an error to, so the
 //! error is counted here and judged after the run.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use nomos_continue::store::testing::DISK_FULL_MESSAGE;
@@ -18,6 +19,9 @@ pub(super) struct PassLog {
     /// Print each error as it happens (else only with `SIM_LOG` set).
     print: bool,
     counts: Mutex<Counts>,
+    /// The run was judged: what fails after it (the pass of a killed
+    /// worker, which never ends, once the store is closed) is not the run's.
+    ended: AtomicBool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -37,11 +41,15 @@ impl PassLog {
             label,
             print: print || std::env::var_os("SIM_LOG").is_some(),
             counts: Mutex::default(),
+            ended: AtomicBool::new(false),
         }
     }
 
     /// Counts a failed pass of `what` (a worker, the notifier).
     pub(super) fn failed(&self, what: &str, e: &dyn std::fmt::Display) {
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
         let message = e.to_string();
         let mut counts = lock(&self.counts);
         if message.contains(DISK_FULL_MESSAGE) {
@@ -60,6 +68,12 @@ impl PassLog {
 
     pub(super) fn policy_failures(&self, n: usize) {
         lock(&self.counts).policy_failures += n;
+    }
+
+    /// The run's counts, after which nothing more is counted or printed.
+    pub(super) fn end(&self) -> Counts {
+        self.ended.store(true, Ordering::SeqCst);
+        *lock(&self.counts)
     }
 
     pub(super) fn counts(&self) -> Counts {
