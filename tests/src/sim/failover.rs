@@ -22,7 +22,8 @@ use std::collections::{HashMap, HashSet};
 
 use nomos_continue::clock::Clock;
 use nomos_continue::store::testing::{fail_over, replicate};
-use nomos_continue::store::{DeliveryKind, DeliveryState, Route};
+use nomos_continue::store::{Delivery, DeliveryKind, DeliveryState, Route, SessionSummary};
+use uuid::Uuid;
 
 use super::agent::Answer;
 use super::reports::report_next;
@@ -59,31 +60,11 @@ impl Sim {
         }
         self.faults += 1;
         self.failovers += 1;
-        let before = self.unknown.len();
-        self.lost_in_the_ledger().await;
-        if std::env::var_os("SIM_LOG").is_some() {
-            eprintln!(
-                "failover at call #{}: {} records of accepted calls lost, notices lost {:?}",
-                self.runtime.tick(),
-                self.unknown.len() - before,
-                self.lost_notices
-            );
-        }
-        self.windows_again().await;
-        self.tool_results_and_reports_again().await;
-    }
-
-    /// Finds what the failover took from the ledger that a promise is
-    /// judged on: the records of calls the agent accepted and the lease
-    /// renewals of calls in flight (their keys may be sent again), and
-    /// notices whose copy the operator's channel carried.
-    async fn lost_in_the_ledger(&mut self) {
-        let mut ledger = HashMap::new();
+        // One read of every session as the failover left it.
+        let mut summaries = Vec::new();
         for session in &self.sessions {
             match self.store.session_summary(*session).await {
-                Ok(summary) => ledger.extend(
-                    (summary.deliveries.into_iter()).map(|d| (d.idempotency_key.clone(), d)),
-                ),
+                Ok(summary) => summaries.push(summary),
                 Err(e) => {
                     let what = format!("could not read session {session} after a failover: {e}");
                     self.broken.push(what);
@@ -91,6 +72,32 @@ impl Sim {
                 }
             }
         }
+        let before = self.lost_records;
+        self.lost_in_the_ledger(&summaries).await;
+        if std::env::var_os("SIM_LOG").is_some() {
+            eprintln!(
+                "failover at call #{}: {} records of accepted calls lost, notices lost {:?}",
+                self.runtime.tick(),
+                self.lost_records - before,
+                self.lost_notices
+            );
+        }
+        self.windows_again().await;
+        let linked = (summaries.iter())
+            .flat_map(|s| s.links.iter().map(|l| l.execution_id))
+            .collect();
+        self.tool_results_and_reports_again(&linked).await;
+    }
+
+    /// Finds what the failover took from the ledger that a promise is
+    /// judged on: the records of calls the agent accepted and the lease
+    /// renewals of calls in flight (their keys may be sent again), and
+    /// notices whose copy the operator's channel carried.
+    async fn lost_in_the_ledger(&mut self, summaries: &[SessionSummary]) {
+        let ledger: HashMap<&str, &Delivery> = (summaries.iter())
+            .flat_map(|s| s.deliveries.iter())
+            .map(|d| (d.idempotency_key.as_str(), d))
+            .collect();
         // A renewal of a lease is lost like any commit: a call in flight
         // may outlive its lease as restored, and another worker may send
         // its key again.
@@ -100,7 +107,7 @@ impl Sim {
         self.mark_unknown(held).await;
         for call in self.runtime.calls() {
             let recorded = ledger
-                .get(&call.key)
+                .get(call.key.as_str())
                 .is_some_and(|d| d.state == DeliveryState::Delivered);
             if call.answer == Answer::Accepted && !recorded && self.unknown.insert(call.key) {
                 self.lost_records += 1;
@@ -108,7 +115,7 @@ impl Sim {
         }
         for key in lock(&self.operator.keys).iter() {
             let kept = ledger
-                .get(key)
+                .get(key.as_str())
                 .is_some_and(|d| d.kind == DeliveryKind::Notice);
             if !kept {
                 self.lost_notices.insert(key.clone());
@@ -155,16 +162,10 @@ impl Sim {
         }
     }
 
-    /// The tool results whose links the failover lost are posted again
-    /// (every task registered again: its token may be lost alone), and the
-    /// terminal statuses it lost are reported again.
-    async fn tool_results_and_reports_again(&mut self) {
-        let mut linked = HashSet::new();
-        for session in &self.sessions {
-            if let Ok(summary) = self.store.session_summary(*session).await {
-                linked.extend(summary.links.iter().map(|l| l.execution_id));
-            }
-        }
+    /// The tool results whose links the failover lost (not in `linked`)
+    /// are posted again (every task registered again: its token may be
+    /// lost alone), and the terminal statuses it lost are reported again.
+    async fn tool_results_and_reports_again(&mut self, linked: &HashSet<Uuid>) {
         let ids: Vec<_> = self.executions.iter().map(|e| e.id).collect();
         let statuses: HashMap<_, _> = match self.store.executions(&ids).await {
             Ok(rows) => rows.into_iter().map(|r| (r.id, r.status)).collect(),

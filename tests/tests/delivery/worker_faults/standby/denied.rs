@@ -6,31 +6,25 @@
 
 use chrono::Utc;
 use nomos_continue::store::{DeliveryKind, DeliveryState};
-use nomos_continue_tests::cluster::Replication;
-use nomos_continue_tests::cut::CutProxy;
 use nomos_continue_tests::http::{RecordingServer, Reply, Script};
 use nomos_continue_tests::replica::{Replica, ReplicaOptions};
 use nomos_continue_tests::wait::until;
 use uuid::Uuid;
 
-use super::{approve_and_link, finish, keys, primary, DB, SERIAL};
+use super::{approve_and_link, finish, keys, pausable, Paused, DB, SERIAL};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deny_while_the_fence_waits_drops_the_continuation_unsent() {
     let _serial = SERIAL.lock().await;
-    // A standby that receives nothing stays connected (see `hole`).
-    let quiet = [("wal_sender_timeout", "0"), ("wal_receiver_timeout", "0")];
-    let Some((primary, direct)) = primary("denied-p", &quiet).await else {
+    let Some(Paused {
+        primary,
+        store: direct,
+        replication,
+        standby: _standby,
+    }) = pausable("denied").await
+    else {
         return;
     };
-    let replication = CutProxy::start(([127, 0, 0, 1], primary.port()).into()).await;
-    let _standby = primary
-        .standby_through(
-            "denied_s",
-            Replication::Asynchronous,
-            replication.addr().port(),
-        )
-        .await;
     // From here on the standby lacks every write: the fence waits for any
     // claim, whenever it first looks.
     replication.pause();

@@ -17,14 +17,14 @@
 use std::collections::BTreeSet;
 
 use nomos_continue::store::{DeliveryState, LinkState, Store};
-use nomos_continue_tests::cluster::{Replication, Stop};
+use nomos_continue_tests::cluster::Stop;
 use nomos_continue_tests::cut::CutProxy;
 use nomos_continue_tests::http::{RecordingServer, Reply, Script};
 use nomos_continue_tests::replica::{Replica, ReplicaOptions};
 use nomos_continue_tests::wait::until;
 use uuid::Uuid;
 
-use super::{approve_and_link, finish, keys, primary, DB, SERIAL};
+use super::{approve_and_link, finish, keys, pausable, Paused, DB, SERIAL};
 
 /// What the agent received, per execution: the keys it was sent under.
 struct Sent {
@@ -35,19 +35,12 @@ struct Sent {
 
 /// Runs the scenario with the fence's time-out (`"0"`: off).
 async fn lost_plan(name: &str, fence: &str) -> Option<Sent> {
-    // A standby that receives nothing stays connected however long the
-    // replicas take to start (the default time-outs drop it after 60 s,
-    // and a disconnected standby is not waited for).
-    let quiet = [("wal_sender_timeout", "0"), ("wal_receiver_timeout", "0")];
-    let (primary, direct) = primary(&format!("{name}-p"), &quiet).await?;
-    let replication = CutProxy::start(([127, 0, 0, 1], primary.port()).into()).await;
-    let standby = primary
-        .standby_through(
-            &format!("{name}_s"),
-            Replication::Asynchronous,
-            replication.addr().port(),
-        )
-        .await;
+    let Paused {
+        primary,
+        store: direct,
+        replication,
+        standby,
+    } = pausable(name).await?;
     let to_standby = CutProxy::start(([127, 0, 0, 1], standby.port()).into()).await;
     to_standby.cut();
 

@@ -26,6 +26,7 @@ use chrono::Utc;
 use nomos_continue::agent::{ContinuationEvent, WebhookEvent};
 use nomos_continue::store::{Route, Store};
 use nomos_continue_tests::cluster::{Cluster, Replication, Stop};
+use nomos_continue_tests::cut::CutProxy;
 use nomos_continue_tests::http::RecordedRequest;
 use nomos_continue_tests::replica::Replica;
 use nomos_continue_tests::wait::until;
@@ -47,6 +48,41 @@ async fn primary(name: &str, settings: &[(&str, &str)]) -> Option<(Cluster, Stor
         .expect("connect to the primary");
     store.migrate().await.expect("migrate");
     Some((primary, store))
+}
+
+/// A primary (the database migrated, the test's store on it) and an
+/// asynchronous standby streaming through a proxy the test can pause:
+/// paused, the standby stays connected (so the primary counts it and the
+/// fence waits for it) but receives nothing.
+struct Paused {
+    primary: Cluster,
+    store: Store,
+    replication: CutProxy,
+    standby: Cluster,
+}
+
+/// [`Paused`] clusters named `{name}-p` and `{name}_s`, streaming (not
+/// paused yet). The WAL sender and receiver time-outs are off: a standby
+/// that receives nothing stays connected however long the test takes (the
+/// defaults drop it after 60 s, and a disconnected standby is not waited
+/// for).
+async fn pausable(name: &str) -> Option<Paused> {
+    let quiet = [("wal_sender_timeout", "0"), ("wal_receiver_timeout", "0")];
+    let (primary, store) = primary(&format!("{name}-p"), &quiet).await?;
+    let replication = CutProxy::start(([127, 0, 0, 1], primary.port()).into()).await;
+    let standby = primary
+        .standby_through(
+            &format!("{name}_s"),
+            Replication::Asynchronous,
+            replication.addr().port(),
+        )
+        .await;
+    Some(Paused {
+        primary,
+        store,
+        replication,
+        standby,
+    })
 }
 
 /// Opens `session`'s window and links `executions` to it, on `store`.

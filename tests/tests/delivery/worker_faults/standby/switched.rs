@@ -20,29 +20,23 @@ use nomos_continue::store::testing::count_primary_switch;
 use nomos_continue::store::{DeliveryKind, DeliveryState};
 use nomos_continue::worker::{Worker, WorkerConfig};
 use nomos_continue_tests::agents::RecordingAgent;
-use nomos_continue_tests::cluster::Replication;
-use nomos_continue_tests::cut::CutProxy;
 use nomos_continue_tests::wait::until;
 use uuid::Uuid;
 
-use super::{approve_and_link, finish, primary, SERIAL};
+use super::{approve_and_link, finish, pausable, Paused, SERIAL};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_claimed_before_a_primary_switch_is_not_made_after_it() {
     let _serial = SERIAL.lock().await;
-    // A standby that receives nothing stays connected (see `hole`).
-    let quiet = [("wal_sender_timeout", "0"), ("wal_receiver_timeout", "0")];
-    let Some((primary, direct)) = primary("switched-p", &quiet).await else {
+    let Some(Paused {
+        primary: _primary,
+        store: direct,
+        replication,
+        standby: _standby,
+    }) = pausable("switched").await
+    else {
         return;
     };
-    let replication = CutProxy::start(([127, 0, 0, 1], primary.port()).into()).await;
-    let _standby = primary
-        .standby_through(
-            "switched_s",
-            Replication::Asynchronous,
-            replication.addr().port(),
-        )
-        .await;
     replication.pause();
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
     approve_and_link(&direct, session, &[execution]).await;
