@@ -15,7 +15,7 @@ use axum::Json;
 use super::error::ApiError;
 use super::wire::{Health, Readiness};
 use super::AppState;
-use crate::metrics::{self, BacklogGauges, DatabaseGauges, PoolGauges, Scrape};
+use crate::metrics::{self, BacklogGauges, DatabaseGauges, PoolGauges, Scrape, TableGauges};
 use crate::policy::PolicyHandle;
 use crate::store::Store;
 
@@ -138,11 +138,42 @@ async fn database_gauges(state: &AppState) -> DatabaseGauges {
         .await
         .inspect_err(|e| tracing::warn!("metrics: stuck executions left out: {e}"))
         .ok();
+    let tables = table_gauges(&state.store)
+        .await
+        .inspect_err(|e| tracing::warn!("metrics: table upkeep left out: {e}"))
+        .ok();
     DatabaseGauges {
         backlog,
         notices_undelivered,
         stuck_executions,
+        tables,
     }
+}
+
+/// Each table's upkeep, with whether autovacuum can reach it (the
+/// server's settings and the table's own).
+async fn table_gauges(store: &Store) -> Result<Vec<TableGauges>, crate::store::StoreError> {
+    let Some(settings) = store.vacuum_settings().await? else {
+        return Ok(Vec::new());
+    };
+    let server_on = settings.autovacuum && settings.track_counts;
+    Ok(store
+        .table_upkeep()
+        .await?
+        .into_iter()
+        .map(|t| TableGauges {
+            autovacuum: server_on && !settings.tables_without_autovacuum.contains(&t.table),
+            live_tuples: t.live_tuples,
+            dead_tuples: t.dead_tuples,
+            last_vacuum_seconds: t
+                .last_vacuum
+                .map_or(0.0, |at| at.timestamp_micros() as f64 / 1e6),
+            updates: u64::try_from(t.updates).unwrap_or(0),
+            hot_updates: u64::try_from(t.hot_updates).unwrap_or(0),
+            bytes: t.bytes,
+            table: t.table,
+        })
+        .collect())
 }
 
 fn pool_gauges(pool: &'static str, store: &Store) -> PoolGauges {

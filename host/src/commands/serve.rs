@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use super::{DbArgs, PolicyLimitArgs};
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::agent::{NotifyFormat, OperatorConfig, WebhookSecret};
-use crate::server::{self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL};
+use crate::server::{
+    self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL, MIN_LINK_RETENTION,
+};
 
 /// The default API address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7300";
@@ -181,24 +183,40 @@ pub struct ServeArgs {
     /// policy answers (the default policy stops at 20 on its own).
     #[arg(long, env = "NOMOS_CONTINUE_HARD_CAP", default_value_t = 50)]
     hard_cap: i32,
-    /// Days the decision log keeps each decision the policy took (its
+    /// How long the decision log keeps each decision the policy took (its
     /// input, answer and what followed), for `policy replay` and `policy
-    /// capture`; 0 logs nothing.
-    #[arg(long, env = "NOMOS_CONTINUE_DECISION_LOG_DAYS", default_value_t = 7)]
-    decision_log_days: u64,
-    /// Days a settled delivery keeps its note and last error (tool output
-    /// that may hold a secret); then both are emptied and the row stays in
-    /// the ledger. 0 keeps them.
-    #[arg(
-        long,
-        env = "NOMOS_CONTINUE_DELIVERY_RETENTION_DAYS",
-        default_value_t = 30
-    )]
-    delivery_retention_days: u64,
-    /// Days the chat history and chatWith notices of a session with nothing
-    /// in flight are kept; then they are deleted. 0 keeps them.
-    #[arg(long, env = "NOMOS_CONTINUE_CHAT_RETENTION_DAYS", default_value_t = 30)]
-    chat_retention_days: u64,
+    /// capture`: days (`7`) or a duration (`12h`); 0 logs nothing.
+    #[arg(long, env = "NOMOS_CONTINUE_DECISION_LOG_DAYS", default_value = "7",
+        value_parser = days_or_duration)]
+    decision_log_days: Duration,
+    /// How long a settled delivery keeps its note and last error (tool
+    /// output that may hold a secret): days (`30`) or a duration (`12h`);
+    /// then both are emptied and the row stays in the ledger. 0 keeps them.
+    #[arg(long, env = "NOMOS_CONTINUE_DELIVERY_RETENTION_DAYS", default_value = "30",
+        value_parser = days_or_duration)]
+    delivery_retention_days: Duration,
+    /// How long the chat history and chatWith notices of a session with
+    /// nothing in flight are kept: days (`30`) or a duration (`12h`); then
+    /// they are deleted. 0 keeps them.
+    #[arg(long, env = "NOMOS_CONTINUE_CHAT_RETENTION_DAYS", default_value = "30",
+        value_parser = days_or_duration)]
+    chat_retention_days: Duration,
+    /// How long settled history is kept (`30d`, `12h`): ledger rows
+    /// delivered, failed or dropped, ended assent windows of sessions with
+    /// nothing in flight, late reports, and sessions left with nothing;
+    /// then the retention task deletes them. `0` keeps them.
+    #[arg(long, env = "NOMOS_CONTINUE_HISTORY_RETENTION", default_value = "30d",
+        value_parser = days_or_duration)]
+    history_retention: Duration,
+    /// How long a settled link is kept in the runtime's link table
+    /// (`nomos_plan_executions`) after its execution finished, with its
+    /// per-link data and, in the standalone `executions` table, its result
+    /// (`7d`; at least `30m`): also the horizon before which a finished
+    /// execution is never linked again. `0` (the default) keeps them: set
+    /// it only when the runtime does not read settled links itself.
+    #[arg(long, env = "NOMOS_CONTINUE_LINK_RETENTION", default_value = "0",
+        value_parser = days_or_duration)]
+    link_retention: Duration,
     /// Export the link, decide and deliver spans over OTLP/HTTP (protobuf)
     /// to this collector base URL (`/v1/traces` is added); off when unset.
     /// The trace context reaches the runtime either way.
@@ -267,10 +285,21 @@ impl ServeArgs {
         config.worker.hard_cap = self.hard_cap;
         config.worker.standby_fence =
             (!self.standby_fence_timeout.is_zero()).then_some(self.standby_fence_timeout);
-        config.worker.log_decisions = self.decision_log_days > 0;
-        config.decision_retention = Duration::from_secs(self.decision_log_days * 24 * 3600);
-        config.delivery_retention = days(self.delivery_retention_days);
-        config.chat_retention = days(self.chat_retention_days);
+        config.worker.log_decisions = !self.decision_log_days.is_zero();
+        config.decision_retention = self.decision_log_days;
+        config.delivery_retention = kept_for(self.delivery_retention_days);
+        config.chat_retention = kept_for(self.chat_retention_days);
+        config.history_retention = kept_for(self.history_retention);
+        config.link_retention = match self.link_retention {
+            keep if keep.is_zero() => None,
+            short if short < MIN_LINK_RETENTION => bail!(
+                "--link-retention {} is shorter than {}: a link must outlive the longest \
+                 assent window and a runtime's replay after a failover",
+                humantime::format_duration(short),
+                humantime::format_duration(MIN_LINK_RETENTION)
+            ),
+            kept => Some(kept),
+        };
         self.policy_limits.apply(&mut config.limits);
         Ok((self.listen, config))
     }
@@ -284,9 +313,20 @@ fn fence_timeout(text: &str) -> Result<Duration, humantime::DurationError> {
     }
 }
 
-/// `days` days, `None` (kept for ever) for 0.
-fn days(days: u64) -> Option<Duration> {
-    (days > 0).then(|| Duration::from_secs(days.saturating_mul(24 * 3600)))
+/// A retention given as days (a bare number, as the `-days` flags have
+/// always taken: `7`) or as a duration (`12h`, `10m`); `0` is zero (off).
+fn days_or_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    match text.parse::<u64>() {
+        Ok(days) => Ok(Duration::from_secs(days.saturating_mul(24 * 3600))),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| format!("{text:?} is neither a number of days nor a duration: {e}")),
+    }
+}
+
+/// `None` (kept for ever) for a zero retention.
+fn kept_for(retention: Duration) -> Option<Duration> {
+    (!retention.is_zero()).then_some(retention)
 }
 
 /// A token given directly, or read from a file (trimmed: editors and

@@ -1,7 +1,8 @@
 //! Housekeeping beside the worker, each task on its own interval: the
 //! rescuer (expired leases), the retention of the decision log and of
-//! tool output, and the stuck watch (notices about executions running too
-//! long in an open window).
+//! tool output, the stuck watch (notices about executions running too
+//! long in an open window), and the start-up look at PostgreSQL's own
+//! upkeep (`upkeep`: is autovacuum on for our tables).
 //!
 //! Why not in the worker: neither touches a delivery in flight or asks the
 //! policy; each is one store call on a timer, and a replica runs them
@@ -10,6 +11,7 @@
 mod rescuer;
 mod retention;
 mod stuck;
+mod upkeep;
 
 use std::future::Future;
 use std::time::Duration;
@@ -20,9 +22,14 @@ use crate::store::Episode;
 
 pub use rescuer::Rescuer;
 #[cfg(feature = "test-support")]
+pub use retention::HistoryPurged;
+#[cfg(feature = "test-support")]
 pub use retention::TextPurged;
-pub use retention::{Retention, TextRetention};
+pub use retention::{HistoryRetention, Retention, TextRetention};
 pub use stuck::{StuckWatch, DEFAULT_STUCK_AFTER};
+#[cfg(feature = "test-support")]
+pub use upkeep::vacuum_warning;
+pub use upkeep::warn_if_unvacuumed;
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a failed
 /// pass is tried again at the next interval. Failures are logged as one

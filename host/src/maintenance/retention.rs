@@ -4,7 +4,10 @@
 //! are deleted once past [`KEY_RETENTION`]; and the text tool output
 //! reaches (settled deliveries' notes and errors, idle sessions' chat
 //! history and `chatWith` notices) is purged past its own retention
-//! ([`TextRetention`]; what is kept and why is in `store::retention`).
+//! ([`TextRetention`]; what is kept and why is in `store::retention`); and
+//! settled history (ledger rows, windows, late reports, links) past
+//! [`HistoryRetention`], so the database stays bounded beside a runtime
+//! that runs for months.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -41,6 +44,36 @@ pub struct TextRetention {
     pub chat: Option<Duration>,
 }
 
+/// How long settled history is kept; `None` keeps it for ever.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistoryRetention {
+    /// Settled ledger rows, ended windows of idle sessions, late reports,
+    /// and the session list's rows of sessions with nothing left
+    /// (`serve --history-retention`), counted from when each ended.
+    pub history: Option<Duration>,
+    /// Settled links and their per-link data, and the standalone table's
+    /// results (`serve --link-retention`), counted from when each
+    /// execution finished. Also the horizon, kept in the database: no
+    /// link is made again for an execution that finished before it
+    /// (`Store::link`).
+    pub links: Option<Duration>,
+}
+
+/// What one history purge did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistoryPurged {
+    /// Settled ledger rows deleted.
+    pub ledger: u64,
+    /// Ended windows deleted.
+    pub windows: u64,
+    /// Late reports deleted.
+    pub late_reports: u64,
+    /// Session list rows deleted.
+    pub sessions: u64,
+    /// Settled links deleted.
+    pub links: u64,
+}
+
 /// What one text purge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TextPurged {
@@ -62,6 +95,8 @@ pub struct Retention {
     retention: Option<Duration>,
     /// How long tool output is kept.
     text: TextRetention,
+    /// How long settled history is kept.
+    history: HistoryRetention,
 }
 
 impl Retention {
@@ -78,7 +113,14 @@ impl Retention {
             metrics,
             retention,
             text: TextRetention::default(),
+            history: HistoryRetention::default(),
         }
+    }
+
+    /// Also purges settled history past `history` (by default it is kept).
+    pub fn with_history(mut self, history: HistoryRetention) -> Self {
+        self.history = history;
+        self
     }
 
     /// Also purges tool output past `text` (by default it is kept).
@@ -126,6 +168,44 @@ impl Retention {
         Ok(purged)
     }
 
+    /// Purges settled history past [`HistoryRetention`]: the ledger's
+    /// settled rows, ended windows, late reports, settled links behind the
+    /// horizon (with their data and, in the standalone table, their
+    /// results), and the session list's rows of sessions left with
+    /// nothing.
+    pub async fn purge_history(&self) -> Result<HistoryPurged, StoreError> {
+        let mut purged = HistoryPurged::default();
+        if let Some(before) = self.cutoff(self.history.history) {
+            purged.ledger = in_batches(|batch| self.store.purge_ledger(before, batch)).await?;
+            purged.windows = in_batches(|batch| self.store.purge_windows(before, batch)).await?;
+            purged.late_reports =
+                in_batches(|batch| self.store.purge_late_reports(before, batch)).await?;
+        }
+        if let Some(before) = self.cutoff(self.history.links) {
+            if let Some(horizon) = self.store.advance_link_horizon(before).await? {
+                let ours = self.store.executions_are_ours().await?;
+                purged.links =
+                    in_batches(|batch| self.store.purge_links(horizon, batch, ours)).await?;
+            }
+            // A session keeps its links, and so its row in the list,
+            // unless links are purged.
+            if let Some(before) = self.cutoff(self.history.history) {
+                purged.sessions =
+                    in_batches(|batch| self.store.purge_sessions(before, batch)).await?;
+            }
+        }
+        for (what, n) in [
+            ("ledger", purged.ledger),
+            ("windows", purged.windows),
+            ("late_reports", purged.late_reports),
+            ("links", purged.links),
+            ("sessions", purged.sessions),
+        ] {
+            self.metrics.text_purged(what, n);
+        }
+        Ok(purged)
+    }
+
     /// Deletes the idempotency keys past [`KEY_RETENTION`]; returns how many.
     pub async fn purge_keys(&self) -> Result<u64, StoreError> {
         match self.clock.now().checked_sub_signed(KEY_RETENTION) {
@@ -134,14 +214,25 @@ impl Retention {
         }
     }
 
-    /// One pass: the decision log, the idempotency keys, the tool output.
+    /// One pass: the decision log, the idempotency keys, the tool output,
+    /// the settled history.
     async fn purge(&self) -> Result<u64, StoreError> {
         let text = self.purge_text().await?;
-        Ok(self.purge_decisions().await?
+        let history = self.purge_history().await?;
+        let purged = self.purge_decisions().await?
             + self.purge_keys().await?
             + text.deliveries
             + text.chat_turns
-            + text.chat_notices)
+            + text.chat_notices
+            + history.ledger
+            + history.windows
+            + history.late_reports
+            + history.sessions
+            + history.links;
+        if purged > 0 {
+            self.store.give_back_space().await?;
+        }
+        Ok(purged)
     }
 
     /// Purges every `interval` until `shutdown` is cancelled.

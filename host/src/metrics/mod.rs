@@ -24,7 +24,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-pub use scrape::{BacklogGauges, DatabaseGauges, PoolGauges, Scrape};
+pub use scrape::{BacklogGauges, DatabaseGauges, PoolGauges, Scrape, TableGauges};
 
 /// The `Content-Type` of what [`Metrics::render`] returns.
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
@@ -78,8 +78,18 @@ const DELIVERY_RESULTS: [&str; 8] = [
 const NOTICE_CHANNELS: [&str; 1] = ["operator"];
 const NOTICE_RESULTS: [&str; 5] = ["delivered", "failed", "retried", "none", "expired"];
 
-/// What the retention purges of tool output ([`Metrics::text_purged`]).
-const PURGED_TEXT: [&str; 3] = ["deliveries", "chat_turns", "chat_notices"];
+/// What the retention purges ([`Metrics::text_purged`]): tool output, then
+/// settled history.
+const PURGED_TEXT: [&str; 8] = [
+    "deliveries",
+    "chat_turns",
+    "chat_notices",
+    "ledger",
+    "windows",
+    "late_reports",
+    "sessions",
+    "links",
+];
 
 /// The agent calls ([`Metrics::agent_call`]) and how each ends.
 const AGENT_KINDS: [&str; 2] = ["continuation", "notice"];
@@ -305,8 +315,10 @@ impl Metrics {
         self.decisions_purged.inc_by(count);
     }
 
-    /// Counts `count` rows of tool output purged past their retention
-    /// (`deliveries` scrubbed, `chat_turns` or `chat_notices` deleted).
+    /// Counts `count` rows purged past their retention: tool output
+    /// (`deliveries` scrubbed, `chat_turns` or `chat_notices` deleted) or
+    /// settled history (`ledger`, `windows`, `late_reports`, `sessions`,
+    /// `links` deleted).
     pub fn text_purged(&self, what: &'static str, count: u64) {
         self.text_purged
             .get_or_create(&[("what", what)])

@@ -47,6 +47,33 @@ pub struct DatabaseGauges {
     /// assent window and still not finished after the stuck threshold: a
     /// tool that never reports back, while its session waits.
     pub stuck_executions: Option<i64>,
+    /// The `nomos_continue_db_table_*` families: PostgreSQL's upkeep of
+    /// each of the store's tables (empty on SQLite, which has none).
+    pub tables: Option<Vec<TableGauges>>,
+}
+
+/// One table's upkeep as `/metrics` shows it (`store::TableUpkeep`, and
+/// whether autovacuum can reach it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableGauges {
+    /// The `table` label.
+    pub table: String,
+    /// Whether autovacuum runs on it: the server's `autovacuum` and
+    /// `track_counts` are on and the table does not turn it off.
+    pub autovacuum: bool,
+    /// Estimated live rows.
+    pub live_tuples: i64,
+    /// Dead row versions not yet vacuumed.
+    pub dead_tuples: i64,
+    /// When it was last vacuumed (manually or not), as Unix seconds; 0 if
+    /// never, so `time() - …` reads as "very long ago".
+    pub last_vacuum_seconds: f64,
+    /// Rows updated, and of those heap-only (no index entry written).
+    pub updates: u64,
+    /// Of `updates`, the heap-only ones.
+    pub hot_updates: u64,
+    /// Bytes on disk, indexes and TOAST included.
+    pub bytes: i64,
 }
 
 /// The backlog of finished executions whose links are not settled.
@@ -215,7 +242,69 @@ impl DatabaseGauges {
                 gauge(n),
             );
         }
+        if let Some(tables) = &self.tables {
+            register_tables(r, tables);
+        }
     }
+}
+
+/// The `db_table_*` families, one series per table.
+fn register_tables(r: &mut Registry, tables: &[TableGauges]) {
+    type ByTable = [(&'static str, String); 1];
+    let autovacuum = Family::<ByTable, Gauge>::default();
+    let live = Family::<ByTable, Gauge>::default();
+    let dead = Family::<ByTable, Gauge>::default();
+    let vacuumed = Family::<ByTable, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    let updates = Family::<ByTable, Counter>::default();
+    let hot = Family::<ByTable, Counter>::default();
+    let bytes = Family::<ByTable, Gauge>::default();
+    for t in tables {
+        let label = [("table", t.table.clone())];
+        autovacuum
+            .get_or_create(&label)
+            .set(i64::from(t.autovacuum));
+        live.get_or_create(&label).set(t.live_tuples);
+        dead.get_or_create(&label).set(t.dead_tuples);
+        vacuumed.get_or_create(&label).set(t.last_vacuum_seconds);
+        updates.get_or_create(&label).inc_by(t.updates);
+        hot.get_or_create(&label).inc_by(t.hot_updates);
+        bytes.get_or_create(&label).set(t.bytes);
+    }
+    r.register(
+        "db_table_autovacuum_enabled",
+        "1 when autovacuum can reach the table (autovacuum and track_counts on, not disabled on the table)",
+        autovacuum,
+    );
+    r.register(
+        "db_table_live_tuples",
+        "Estimated live rows of the table",
+        live,
+    );
+    r.register(
+        "db_table_dead_tuples",
+        "Dead row versions of the table not yet vacuumed",
+        dead,
+    );
+    r.register(
+        "db_table_last_vacuum_timestamp_seconds",
+        "When the table was last vacuumed, manually or by autovacuum (Unix seconds; 0 if never)",
+        vacuumed,
+    );
+    r.register(
+        "db_table_updates",
+        "Rows of the table updated since the statistics were reset",
+        updates,
+    );
+    r.register(
+        "db_table_hot_updates",
+        "Of the table's updated rows, those updated heap-only (HOT: no index entry written)",
+        hot,
+    );
+    r.register(
+        "db_table_bytes",
+        "Bytes the table takes on disk, its indexes and TOAST included",
+        bytes,
+    );
 }
 
 fn gauge(value: i64) -> Gauge {

@@ -2,6 +2,7 @@
 //! from, with the defaults `nomos-continue serve` starts with.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::exposure::Insecure;
@@ -9,7 +10,10 @@ use super::tls::TlsFiles;
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::agent::{OperatorConfig, WebhookSecret};
 use crate::api::Auth;
-use crate::maintenance::DEFAULT_STUCK_AFTER;
+use crate::clock::Clock;
+use crate::maintenance::{HistoryRetention, Retention, TextRetention, DEFAULT_STUCK_AFTER};
+use crate::metrics::Metrics;
+use crate::store::Store;
 
 /// `--task-poll-after`'s default: a minute without a push from a task's
 /// agent before it is asked.
@@ -38,6 +42,16 @@ pub const DEFAULT_DECISION_RETENTION: Duration = Duration::from_secs(7 * 24 * 36
 /// enough to look into last month's incident, short enough that a secret
 /// a tool printed does not stay for ever.
 pub const DEFAULT_TEXT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Thirty days of settled history (ledger rows, windows, late reports):
+/// what the console and `status` show of last month.
+pub const DEFAULT_HISTORY_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The shortest link retention `serve` accepts: the longest an assent
+/// window lasts (30 minutes), and far longer than a runtime's replay of
+/// its tool results and reports after a failover (seconds to minutes),
+/// which must find the links it replays.
+pub const MIN_LINK_RETENTION: Duration = Duration::from_secs(30 * 60);
 
 /// Everything a process can be told. Where the API listens is not here:
 /// the caller binds the listener and hands it over.
@@ -116,6 +130,16 @@ pub struct ServeConfig {
     /// nothing in flight are kept (`serve --chat-retention-days`); `None`
     /// keeps them.
     pub chat_retention: Option<Duration>,
+    /// How long settled history is kept: ledger rows, ended windows, late
+    /// reports, the session list's empty sessions (`serve
+    /// --history-retention`); `None` keeps it.
+    pub history_retention: Option<Duration>,
+    /// How long settled links are kept in the seed's table, with their
+    /// data and the standalone table's executions (`serve
+    /// --link-retention`), and the horizon before which a finished
+    /// execution is never linked again; `None` keeps them (the runtime may
+    /// read its own links).
+    pub link_retention: Option<Duration>,
     /// How often the worker registration's heartbeat is written.
     pub worker_heartbeat: Duration,
     /// How old a registration's heartbeat must be before another process
@@ -162,6 +186,8 @@ impl Default for ServeConfig {
             decision_retention: DEFAULT_DECISION_RETENTION,
             delivery_retention: Some(DEFAULT_TEXT_RETENTION),
             chat_retention: Some(DEFAULT_TEXT_RETENTION),
+            history_retention: Some(DEFAULT_HISTORY_RETENTION),
+            link_retention: None,
             worker_heartbeat: DEFAULT_WORKER_HEARTBEAT,
             worker_stale_after: DEFAULT_WORKER_STALE_AFTER,
             wake_listener: true,
@@ -175,5 +201,23 @@ impl ServeConfig {
     /// The API's tokens and what each opens.
     pub fn auth(&self) -> Auth {
         Auth::new(self.token.as_deref(), self.admin_token.as_deref())
+    }
+
+    /// The retention task these settings describe.
+    pub(super) fn retention(
+        &self,
+        store: Store,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<Metrics>,
+    ) -> Retention {
+        Retention::new(store, clock, metrics, Some(self.decision_retention))
+            .with_text(TextRetention {
+                deliveries: self.delivery_retention,
+                chat: self.chat_retention,
+            })
+            .with_history(HistoryRetention {
+                history: self.history_retention,
+                links: self.link_retention,
+            })
     }
 }

@@ -37,7 +37,7 @@ use crate::api::{self, AppState, BodyCaps};
 use crate::clock::Clock;
 use crate::console;
 use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
-use crate::maintenance::{Rescuer, Retention, StuckWatch, TextRetention};
+use crate::maintenance::{self, Rescuer, StuckWatch};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::{Database, Store};
@@ -51,7 +51,7 @@ pub use exposure::Insecure;
 pub use tls::TlsError;
 pub use tls::{TlsFiles, TlsListener};
 
-pub use config::{ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL};
+pub use config::{ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL, MIN_LINK_RETENTION};
 #[cfg(feature = "test-support")]
 pub use config::{DEFAULT_WORKER_HEARTBEAT, DEFAULT_WORKER_STALE_AFTER};
 
@@ -260,6 +260,7 @@ impl Server {
         // primary through a failover (a no-op for one server).
         let (following, follow_stop) = (store.clone(), shutdown.clone());
         tasks.spawn(async move { following.follow_primary(follow_stop).await });
+        maintenance::warn_if_unvacuumed(&store).await;
         let verify_keys = parts::load_verify_keys(&config)?;
         let policy = match policy {
             Some(policy) => policy,
@@ -375,16 +376,7 @@ impl Server {
             config.rescue_interval,
         );
         tasks.spawn(rescuer.run(shutdown.clone()));
-        let retention = Retention::new(
-            store.clone(),
-            clock.clone(),
-            metrics.clone(),
-            Some(config.decision_retention),
-        )
-        .with_text(TextRetention {
-            deliveries: config.delivery_retention,
-            chat: config.chat_retention,
-        });
+        let retention = config.retention(store.clone(), clock.clone(), metrics.clone());
         tasks.spawn(retention.run(config.rescue_interval, shutdown.clone()));
         if let Some(watcher) = file_watcher {
             tasks.spawn(watcher.run(shutdown.clone()));

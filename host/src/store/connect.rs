@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +33,10 @@ impl Store {
     /// Why these SQLite settings: WAL lets readers (the API) run while the
     /// worker writes; `busy_timeout` turns writer contention into a short
     /// wait instead of an error; foreign keys are on so the policy table's FK
-    /// holds. `sqlite::memory:` gets a single connection, because every
+    /// holds; a new file is made with `auto_vacuum = INCREMENTAL`, so the
+    /// retention can give the pages it frees back to the file system
+    /// (`Store::give_back_space`; a file made before keeps its mode until
+    /// a `VACUUM`). `sqlite::memory:` gets a single connection, because every
     /// connection to `:memory:` would otherwise be a different database.
     /// Does not migrate: call [`Store::migrate`].
     pub async fn connect(url: &str) -> Result<Self> {
@@ -84,7 +88,8 @@ impl Store {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(std::time::Duration::from_secs(10))
-                .foreign_keys(true);
+                .foreign_keys(true)
+                .auto_vacuum(SqliteAutoVacuum::Incremental);
             let in_memory = url.contains(":memory:") || url.contains("mode=memory");
             let pool = if in_memory {
                 SqlitePoolOptions::new()

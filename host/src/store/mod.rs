@@ -68,6 +68,7 @@ mod tasks;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod types;
+mod upkeep;
 mod windows;
 mod workers;
 
@@ -114,6 +115,8 @@ pub use read::timeline::Shown;
 pub use read::timeline::SHOWN_CHARS;
 pub use standbys::Standbys;
 pub use tasks::{TaskAgent, TaskRecord};
+#[cfg(feature = "test-support")]
+pub use upkeep::{TableUpkeep, VacuumSettings};
 
 use std::sync::Arc;
 

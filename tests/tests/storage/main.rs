@@ -7,6 +7,7 @@
 mod cancelled_begin;
 mod chat_history;
 mod decision_log;
+mod history;
 mod live_migration;
 mod lock_order;
 mod retention;
@@ -16,3 +17,4 @@ mod store_overview;
 mod store_plan_set;
 mod store_sessions;
 mod store_shadow;
+mod upkeep;

@@ -42,7 +42,12 @@ fn retention(store: &Store) -> (Retention, Arc<ManualClock>) {
 /// A notice delivery recorded at `at` (so last updated then), its text
 /// naming a secret.
 async fn notice(store: &Store, at: DateTime<Utc>) -> Uuid {
-    let session = Uuid::new_v4();
+    notice_in(store, Uuid::new_v4(), at, "tool said: password=hunter2").await
+}
+
+/// A notice about `session` saying `text`, recorded at `at` under a key of
+/// its own; returns its ledger row's id.
+pub(crate) async fn notice_in(store: &Store, session: Uuid, at: DateTime<Utc>, text: &str) -> Uuid {
     let about = NoticeAbout {
         session_id: session,
         execution_ids: &[],
@@ -50,15 +55,17 @@ async fn notice(store: &Store, at: DateTime<Utc>) -> Uuid {
     };
     let key = format!("notice-{}", Uuid::new_v4());
     assert!(store
-        .record_notice(about, &key, "tool said: password=hunter2", at)
+        .record_notice(about, &key, text, at)
         .await
         .expect("record notice"));
-    let ledger = store
+    store
         .deliveries_for_session(session)
         .await
-        .expect("read the ledger");
-    assert_eq!(ledger.len(), 1);
-    ledger[0].id
+        .expect("read the ledger")
+        .into_iter()
+        .find(|d| d.idempotency_key == key)
+        .expect("the notice's row")
+        .id
 }
 
 /// Ends a delivery `state` with an error, keeping its last update, and

@@ -45,6 +45,12 @@ impl Store {
     ///
     /// Taking over an expired lease is the rescue of a dead worker; the row
     /// keeps its idempotency key, so the runtime can recognise the redelivery.
+    ///
+    /// The claim (like a lease renewal) writes only columns no index reads,
+    /// and leaves `updated_at`, which two indexes read, as it was: on
+    /// PostgreSQL it can then be a heap-only update on the room migration
+    /// 032 leaves on each page, writing no index entry. (`updated_at` says
+    /// when the row's state last changed, not who holds it.)
     pub async fn claim_deliveries(
         &self,
         worker_id: &str,
@@ -84,7 +90,7 @@ impl Store {
                      SELECT id FROM (SELECT * FROM notices UNION ALL SELECT * FROM continuations) c \
                      ORDER BY next_attempt_at, created_at, id LIMIT $4) \
                  UPDATE nomos_deliveries \
-                 SET lease_owner = $1, lease_expires_at = $2, updated_at = $3, \
+                 SET lease_owner = $1, lease_expires_at = $2, \
                      claims = claims + 1, claim_token = $5, claimed_at = {claimed_at} \
                  WHERE id IN (SELECT id FROM picked) \
                  RETURNING ",
@@ -92,7 +98,7 @@ impl Store {
             ), claimed_at = claimed_at),
             &format!(concat!(
                 "UPDATE nomos_deliveries \
-                 SET lease_owner = $1, lease_expires_at = $2, updated_at = $3, \
+                 SET lease_owner = $1, lease_expires_at = $2, \
                      claims = claims + 1, claim_token = $5, claimed_at = {claimed_at} \
                  WHERE id IN ( \
                      SELECT d.id FROM nomos_deliveries d \
@@ -144,7 +150,7 @@ impl Store {
         let backend = self.backend();
         let sql = format!(
             "UPDATE nomos_deliveries AS d \
-             SET lease_expires_at = {}(lease_expires_at, $3), updated_at = $4 \
+             SET lease_expires_at = {}(lease_expires_at, $3) \
              FROM {} \
              WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending' \
                AND d.lease_owner IS NOT NULL{} \
@@ -157,7 +163,6 @@ impl Store {
             .bind(&ids)
             .bind(&tokens)
             .bind(trunc(now + lease))
-            .bind(trunc(now))
             .fetch_all(self)
             .await?;
         rows.iter().map(|r| r.uuid("id")).collect()

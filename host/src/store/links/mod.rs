@@ -127,6 +127,12 @@ impl Store {
     /// PostgreSQL a `pg_notify` on [`WAKE_CHANNEL`](crate::store::WAKE_CHANNEL) is
     /// sent in the same transaction when anything was newly linked. On
     /// SQLite the caller signals its in-process worker itself.
+    ///
+    /// An execution whose row in `executions` says it finished before the
+    /// link horizon (`nomos_link_horizon`, moved forward by
+    /// `Store::purge_links`) is not linked: its link was settled and may
+    /// have been purged since, so a new one would continue it twice. It is
+    /// reported in `already_linked`, as the link still kept would be.
     pub async fn link(
         &self,
         session_id: Uuid,
@@ -139,7 +145,9 @@ impl Store {
         for id in dedup(execution_ids) {
             let inserted = query(
                 "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
-                 VALUES ($1, $2, $3) ON CONFLICT (execution_id) DO NOTHING",
+                 SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM executions e \
+                   JOIN nomos_link_horizon h ON e.finished_at < h.before_at WHERE e.id = $1) \
+                 ON CONFLICT (execution_id) DO NOTHING",
             )
             .bind(id)
             .bind(session_id)
@@ -153,10 +161,12 @@ impl Store {
             let owner =
                 query("SELECT session_id FROM nomos_plan_executions WHERE execution_id = $1")
                     .bind(id)
-                    .fetch_one(&mut tx)
-                    .await?
-                    .uuid("session_id")?;
-            classify(&mut out, id, session_id, owner);
+                    .fetch_optional(&mut tx)
+                    .await?;
+            match owner {
+                Some(row) => classify(&mut out, id, session_id, row.uuid("session_id")?),
+                None => out.already_linked.push(id),
+            }
         }
         if !out.linked.is_empty() {
             tx.notify_wake().await?;

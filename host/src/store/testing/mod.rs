@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, Row};
 use uuid::Uuid;
 
+use super::decode::RowExt;
 use super::dialect::{query, trunc};
 use super::links::PENDING_LINKS;
 use super::{Backend, Db, Result, Store, StoreError};
@@ -361,4 +362,13 @@ pub async fn set_operator_state(
         .execute(store)
         .await?;
     Ok(())
+}
+
+/// How many rows `table` holds (one of the store's tables, named by the
+/// test), on either backend.
+pub async fn count_rows(store: &Store, table: &str) -> Result<i64> {
+    query(format!("SELECT COUNT(*) AS n FROM {table}"))
+        .fetch_one(store)
+        .await?
+        .bigint("n")
 }

@@ -1,0 +1,2 @@
+-- Reverses 035.
+DROP TABLE IF EXISTS nomos_link_horizon;

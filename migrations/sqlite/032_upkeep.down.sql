@@ -1,0 +1,1 @@
+-- Reverses 032: nothing to do (see the up script).

@@ -1,0 +1,3 @@
+-- 032_upkeep (SQLite mirror): nothing to do, and only a comment (which sqlx
+-- runs as an empty batch) so both backends keep the same versions. SQLite
+-- has no fillfactor and no dead row versions to vacuum.

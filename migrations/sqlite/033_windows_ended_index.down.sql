@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS idx_nomos_assent_windows_expires;
