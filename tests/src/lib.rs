@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod cut;
 pub mod db;
 pub mod http;
+pub mod load;
 pub mod policies;
 pub mod python;
 pub mod replica;

@@ -98,6 +98,9 @@ pub struct ReplicaOptions {
     pub token: Option<String>,
     /// Environment variables set for the process.
     pub env: Vec<(String, String)>,
+    /// The `nomos-continue` binary to run; `None`: the one the test build
+    /// made ([`binary`]). A benchmark names a release build.
+    pub binary: Option<PathBuf>,
 }
 
 impl ReplicaOptions {
@@ -114,6 +117,7 @@ impl ReplicaOptions {
             extra_args: Vec::new(),
             token: None,
             env: Vec::new(),
+            binary: None,
         }
     }
 }
@@ -196,6 +200,11 @@ impl Replica {
             stderr,
             stdout,
         }
+    }
+
+    /// Its process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Everything it has written on stderr so far.
@@ -358,7 +367,7 @@ impl Drop for Replica {
 /// a free port unless told otherwise, no token unless given in
 /// `extra_args`, logs at `warn`, stdout and stderr piped.
 fn serve_command(options: &ReplicaOptions) -> Command {
-    let mut command = Command::new(binary());
+    let mut command = Command::new(options.binary.clone().unwrap_or_else(binary));
     command
         .arg("serve")
         .args(["--database-url", &options.database_url])

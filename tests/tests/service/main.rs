@@ -16,6 +16,7 @@ mod demo;
 mod e2e;
 mod exposure;
 mod house;
+mod load;
 mod observability;
 mod openapi;
 mod operator_channel;

@@ -1,0 +1,307 @@
+//! The soak of a real `serve` under a runtime's load, through its HTTP API
+//! only (`nomos_continue_tests::load`: sessions that come and go,
+//! open-loop arrivals, requests in flight bounded or not, refusals
+//! retried), on a PostgreSQL cluster of its own with the server's defaults
+//! (autovacuum on), a PostgreSQL URL given, or an SQLite file.
+//!
+//! ```sh
+//! cargo build --release -p nomos-continue-tests --example load -p nomos-continue --bins
+//! target/release/examples/load --minutes 60 --rate 500 --binary target/release/nomos-continue
+//! target/release/examples/load --minutes 60 --rate 200 --sqlite --binary target/release/nomos-continue
+//! target/release/examples/load --minutes 10 --rate 1000 --unbounded   # a runtime that does not bound its requests
+//! ```
+//!
+//! Options: `--rate N` reports a second (default 500), `--minutes N`
+//! (default 10), `--per-session N` executions a session (10),
+//! `--in-flight N` requests in flight at most (256) or `--unbounded`,
+//! `--queue N` reports waiting at most before the runtime sheds (50,000),
+//! `--sqlite`, `--database-url URL` (a PostgreSQL database to use as it
+//! is, instead of a cluster of its own: say in BENCHMARKS.md what its
+//! settings are), `--binary PATH` (default: the test build's
+//! `nomos-continue`), `--csv PATH` (default `target/load-<store>.csv`),
+//! `--serve-arg ARG` (repeated: passed to `serve`, e.g. retention flags).
+//!
+//! Prints a line per minute (offered, taken, shed, refused, continued,
+//! pickup lag p50/p99, RSS, database bytes), writes them as CSV for
+//! `tests/bench/plot_load.py`, then on PostgreSQL each table's upkeep
+//! (bytes, dead rows, heap-only share) and the WAL written per
+//! continuation, and on a cluster of its own the lock waits over 50 ms it
+//! logged (`log_lock_waits`, `deadlock_timeout = 50ms`). Exits 1 unless every report answered 2xx was continued
+//! exactly once.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use nomos_continue::store::Store;
+use nomos_continue_tests::cluster::Cluster;
+use nomos_continue_tests::load::{self, Agent, LoadConfig, LoadReport};
+use nomos_continue_tests::replica::{Replica, ReplicaOptions};
+
+struct Args {
+    config: LoadConfig,
+    sqlite: bool,
+    database_url: Option<String>,
+    binary: Option<PathBuf>,
+    csv: Option<PathBuf>,
+    serve_args: Vec<String>,
+}
+
+fn parse() -> Result<Args> {
+    let mut config = LoadConfig::new(500.0, Duration::from_secs(600));
+    let mut args = Args {
+        config: config.clone(),
+        sqlite: false,
+        database_url: None,
+        binary: None,
+        csv: None,
+        serve_args: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--rate" => config.rate = value()?.parse()?,
+            "--minutes" => {
+                config.duration = Duration::from_secs_f64(value()?.parse::<f64>()? * 60.0)
+            }
+            "--per-session" => config.per_session = value()?.parse()?,
+            "--in-flight" => config.in_flight = Some(value()?.parse()?),
+            "--unbounded" => config.in_flight = None,
+            "--queue" => config.queue = value()?.parse()?,
+            "--sqlite" => args.sqlite = true,
+            "--database-url" => args.database_url = Some(value()?),
+            "--binary" => args.binary = Some(value()?.into()),
+            "--csv" => args.csv = Some(value()?.into()),
+            "--serve-arg" => args.serve_args.push(value()?),
+            other => {
+                bail!("unknown option {other} (see the doc at the top of tests/examples/load.rs)")
+            }
+        }
+    }
+    args.config = config;
+    Ok(args)
+}
+
+/// Where the store lives while the run lasts.
+enum Database {
+    /// The file, in a directory removed with it.
+    Sqlite {
+        file: PathBuf,
+        _dir: tempfile::TempDir,
+    },
+    OwnCluster(Cluster),
+    Given(String),
+}
+
+impl Database {
+    fn url(&self) -> String {
+        match self {
+            Database::Sqlite { file, .. } => format!("sqlite:{}", file.display()),
+            Database::OwnCluster(cluster) => cluster.url("postgres"),
+            Database::Given(url) => url.clone(),
+        }
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Database::Sqlite { .. } => "sqlite",
+            Database::OwnCluster(_) => "postgres (a cluster of its own, defaults)",
+            Database::Given(_) => "postgres (given URL)",
+        }
+    }
+}
+
+async fn database(args: &Args) -> Result<Database> {
+    if args.sqlite {
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("load.db");
+        return Ok(Database::Sqlite { file, _dir: dir });
+    }
+    if let Some(url) = &args.database_url {
+        return Ok(Database::Given(url.clone()));
+    }
+    // The server's defaults (the tests' clusters have small shared
+    // buffers), and every lock wait over 50 ms logged: a purge must never
+    // hold a report, a link or a claim that long.
+    let settings = [
+        ("shared_buffers", "'128MB'"),
+        ("log_lock_waits", "on"),
+        ("deadlock_timeout", "'50ms'"),
+    ];
+    let cluster = Cluster::primary("load", &settings)
+        .await
+        .context("no PostgreSQL binaries for a cluster of its own")?;
+    Ok(Database::OwnCluster(cluster))
+}
+
+/// The database's bytes: PostgreSQL's `pg_database_size`, or the SQLite
+/// file with its write-ahead log.
+async fn db_bytes(db: &DbProbe) -> Option<u64> {
+    match db {
+        DbProbe::Postgres(pool) => {
+            sqlx::query_scalar::<_, i64>("SELECT pg_database_size(current_database())")
+                .fetch_one(pool)
+                .await
+                .ok()
+                .map(|b| b as u64)
+        }
+        DbProbe::Sqlite(file) => {
+            let size = |p: &PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+            let wal = PathBuf::from(format!("{}-wal", file.display()));
+            Some(size(file) + size(&wal))
+        }
+    }
+}
+
+#[derive(Clone)]
+enum DbProbe {
+    Postgres(sqlx::PgPool),
+    Sqlite(PathBuf),
+}
+
+fn print(report: &LoadReport, label: &str) {
+    println!("store: {label}");
+    println!(
+        "{:>6} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>8}",
+        "minute",
+        "offered",
+        "taken",
+        "shed",
+        "refused",
+        "continued",
+        "p50 ms",
+        "p99 ms",
+        "RSS MiB",
+        "DB MB"
+    );
+    for (i, m) in report.minutes.iter().enumerate() {
+        let [a, b, c, d, e, f, g, h, k] = m.cells();
+        println!(
+            "{:>6} {a:>8} {b:>8} {c:>8} {d:>8} {e:>9} {f:>9} {g:>9} {h:>8} {k:>8}",
+            i + 1
+        );
+    }
+    println!(
+        "taken {}, never continued {}, continued twice {}, other errors {}",
+        report.taken,
+        report.never_continued.len(),
+        report.continued_twice.len(),
+        report.errors.len()
+    );
+    for e in &report.errors {
+        println!("  error: {e}");
+    }
+}
+
+/// Each table's upkeep and the WAL written per continuation (PostgreSQL).
+async fn print_upkeep(url: &str, wal_start: &str, continued: u64) -> Result<()> {
+    let store = Store::connect(url).await?;
+    // Each backend flushes its counts within a second of going idle.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    println!("table                             MB       live       dead    updates  HOT %");
+    for t in store.table_upkeep().await? {
+        let hot = if t.updates > 0 {
+            format!("{:.0}", 100.0 * t.hot_updates as f64 / t.updates as f64)
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<30} {:>6.1} {:>10} {:>10} {:>10} {:>6}",
+            t.table,
+            t.bytes as f64 / 1e6,
+            t.live_tuples,
+            t.dead_tuples,
+            t.updates,
+            hot
+        );
+    }
+    let pool = sqlx::PgPool::connect(url).await?;
+    let wal: i64 = sqlx::query_scalar("SELECT (pg_current_wal_lsn() - $1::text::pg_lsn)::bigint")
+        .bind(wal_start)
+        .fetch_one(&pool)
+        .await?;
+    println!(
+        "WAL: {:.1} MB, {:.0} bytes per continuation",
+        wal as f64 / 1e6,
+        wal as f64 / continued.max(1) as f64
+    );
+    Ok(())
+}
+
+async fn run() -> Result<bool> {
+    let args = parse()?;
+    let db = database(&args).await?;
+    let url = db.url();
+    let agent = Arc::new(Agent::default());
+    let webhook = agent.serve().await?;
+    let mut options = ReplicaOptions::new(&url, &webhook, "load");
+    // Production's poll and lease, not the tests' quick ones.
+    options.poll_ms = 2000;
+    options.lease_secs = 30;
+    options.binary = args.binary.clone();
+    options.extra_args = args.serve_args.clone();
+    let replica = Replica::start(&options).await;
+    let pid = replica.pid().context("serve has no pid")?;
+    let probe = match &db {
+        Database::Sqlite { file, .. } => DbProbe::Sqlite(file.clone()),
+        _ => DbProbe::Postgres(sqlx::PgPool::connect(&url).await?),
+    };
+    let wal_start = match &probe {
+        DbProbe::Postgres(pool) => Some(
+            sqlx::query_scalar::<_, String>("SELECT pg_current_wal_lsn()::text")
+                .fetch_one(pool)
+                .await?,
+        ),
+        DbProbe::Sqlite(_) => None,
+    };
+    let sampled = probe.clone();
+    let sample: load::Sample = Box::new(move || {
+        let probe = sampled.clone();
+        Box::pin(async move { (load::rss_of(pid), db_bytes(&probe).await) })
+    });
+    let base = format!("http://{}", replica.addr);
+    let report = load::run(&base, agent, &args.config, sample).await?;
+    print(&report, db.label());
+    let store = if args.sqlite { "sqlite" } else { "postgres" };
+    let csv = args
+        .csv
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("target/load-{store}.csv")));
+    std::fs::write(&csv, report.csv()).with_context(|| format!("write {}", csv.display()))?;
+    println!("minutes written to {}", csv.display());
+    if let Some(start) = wal_start {
+        let continued = report.minutes.iter().map(|m| m.continued).sum();
+        print_upkeep(&url, &start, continued).await?;
+    }
+    drop(replica);
+    if let Database::OwnCluster(cluster) = &db {
+        let log = cluster.log();
+        let waits: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("still waiting for"))
+            .collect();
+        println!("lock waits over 50 ms (log_lock_waits): {}", waits.len());
+        for wait in waits.iter().take(5) {
+            println!("  {wait}");
+        }
+    }
+    Ok(report.exactly_once())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            println!("FAILED: not every report answered 2xx was continued exactly once");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("load: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
