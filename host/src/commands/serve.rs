@@ -409,3 +409,24 @@ async fn wait_for_signal() {
         _ = terminate => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retention_is_days_or_a_duration() {
+        assert_eq!(
+            days_or_duration("7"),
+            Ok(Duration::from_secs(7 * 24 * 3600))
+        );
+        assert_eq!(days_or_duration(" 10m "), Ok(Duration::from_secs(600)));
+        assert_eq!(days_or_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(kept_for(Duration::ZERO), None);
+        let refused = days_or_duration("7 weeks ago").expect_err("refused");
+        assert!(
+            refused.contains("neither a number of days nor a duration"),
+            "{refused}"
+        );
+    }
+}

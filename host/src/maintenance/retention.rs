@@ -74,6 +74,19 @@ pub struct HistoryPurged {
     pub links: u64,
 }
 
+impl HistoryPurged {
+    /// Each kind's count under its `what` label.
+    fn rows(&self) -> [(&'static str, u64); 5] {
+        [
+            ("ledger", self.ledger),
+            ("windows", self.windows),
+            ("late_reports", self.late_reports),
+            ("links", self.links),
+            ("sessions", self.sessions),
+        ]
+    }
+}
+
 /// What one text purge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TextPurged {
@@ -194,13 +207,7 @@ impl Retention {
                     in_batches(|batch| self.store.purge_sessions(before, batch)).await?;
             }
         }
-        for (what, n) in [
-            ("ledger", purged.ledger),
-            ("windows", purged.windows),
-            ("late_reports", purged.late_reports),
-            ("links", purged.links),
-            ("sessions", purged.sessions),
-        ] {
+        for (what, n) in purged.rows() {
             self.metrics.text_purged(what, n);
         }
         Ok(purged)
@@ -224,11 +231,7 @@ impl Retention {
             + text.deliveries
             + text.chat_turns
             + text.chat_notices
-            + history.ledger
-            + history.windows
-            + history.late_reports
-            + history.sessions
-            + history.links;
+            + history.rows().iter().map(|(_, n)| n).sum::<u64>();
         if purged > 0 {
             self.store.give_back_space().await?;
         }
