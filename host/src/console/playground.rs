@@ -27,6 +27,7 @@ use crate::api::{extraction_failed, parse_json, task_failed, ApiError};
 use crate::policy::codec::{answer_line, decision_input, failure_line};
 use crate::policy::types::{Decision, DecisionInput};
 use crate::policy::{Evaluated, PolicyHandle, Revision};
+use crate::worker::recorded_inputs;
 
 /// The golden `decide` cases with an expected answer, by name (written by
 /// the build script from `tests/golden/decide`).
@@ -79,7 +80,14 @@ pub(super) async fn view(
                 logged.decision.execution_id,
                 short(&logged.decision.revision)
             );
-            (logged.decision.input, source)
+            let mut inputs = recorded_inputs(store, std::slice::from_ref(&logged)).await?;
+            let input = match inputs.pop() {
+                Some(Ok(input)) => serde_json::to_string_pretty(&input)
+                    .map_err(|e| ApiError::Internal(format!("decision {id}'s input: {e}")))?,
+                Some(Err(why)) => return Err(ApiError::NotFound(format!("decision {id}: {why}"))),
+                None => return Err(ApiError::NotFound(format!("no recorded decision {id}"))),
+            };
+            (input, source)
         }
         (None, name) => {
             let name = name.unwrap_or(FIRST_CASE);

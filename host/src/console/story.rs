@@ -13,7 +13,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::format::{at, plain, short, Output};
-use crate::store::{Delivery, DeliveryState, LateReport, Link, LoggedDecision, Settlement, Shown};
+use crate::store::{
+    Delivery, DeliveryState, LateReport, Link, LoggedDecision, Recorded, Settlement, Shown,
+};
 use crate::store::{Execution, TaskSource, Window};
 
 /// A button that calls the API, shown to the admin token only.
@@ -204,12 +206,7 @@ fn decided(decisions: Vec<&Shown<LoggedDecision>>) -> Option<Event> {
         }
         text
     };
-    let detail = |d: &LoggedDecision| {
-        format!(
-            "input:\n{}\n\noutput:\n{}",
-            d.decision.input, d.decision.output
-        )
-    };
+    let detail = |d: &LoggedDecision| recorded_detail(&d.decision.recorded);
     let first = decisions.first()?;
     let last = decisions.last()?;
     if decisions.len() == 1 {
@@ -235,6 +232,42 @@ fn decided(decisions: Vec<&Shown<LoggedDecision>>) -> Option<Event> {
         })
         .collect();
     Some(event)
+}
+
+/// What a decision recorded, for its step's detail: a whole row's input and
+/// output; a compact row's answer and the input's fields as kept (the
+/// result is the execution's, shown with it; the whole input opens in the
+/// playground).
+fn recorded_detail(recorded: &Recorded) -> String {
+    let (input, answer) = match recorded {
+        Recorded::Whole { input, output } => {
+            return format!("input:\n{input}\n\noutput:\n{output}")
+        }
+        Recorded::Compact { input, answer, .. } => (input, answer),
+    };
+    let window = match &input.window {
+        Some(w) => format!(
+            "opened {} by {}, expires {}",
+            at(w.opened_at),
+            w.route,
+            at(w.expires_at)
+        ),
+        None => "none".into(),
+    };
+    let cut = match input.result_cut {
+        Some(limit) => format!(", cut to {limit} bytes"),
+        None => String::new(),
+    };
+    format!(
+        "answer: {answer}\n\ninput, as kept: now {}; status {}; window {window}; {} \
+         continuations in it; {} other executions running; {} failed calls before; the \
+         execution's result{cut}",
+        at(input.now),
+        input.status,
+        input.continuations_in_window,
+        input.still_running.len(),
+        input.attempts,
+    )
 }
 
 /// How a link ended, or where it is, as a phrase and a class.

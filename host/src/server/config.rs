@@ -210,6 +210,18 @@ impl ServeConfig {
         clock: Arc<dyn Clock>,
         metrics: Arc<Metrics>,
     ) -> Retention {
+        // A compact decision's input is rebuilt with its execution's
+        // result, which the link retention scrubs: past it, replay and
+        // capture refuse those decisions.
+        if let Some(links) = self.link_retention.filter(|l| *l < self.decision_retention) {
+            tracing::warn!(
+                link_retention = %humantime::format_duration(links),
+                decision_log = %humantime::format_duration(self.decision_retention),
+                "the decision log outlives the link retention: `policy replay` and `policy \
+                 capture` refuse decisions older than the link retention (their execution's \
+                 result is gone)"
+            );
+        }
         Retention::new(store, clock, metrics, Some(self.decision_retention))
             .with_text(TextRetention {
                 deliveries: self.delivery_retention,

@@ -22,9 +22,11 @@ pub(crate) trait RowExt {
     fn text(&self, col: &'static str) -> Result<String>;
     fn opt_text(&self, col: &'static str) -> Result<Option<String>>;
     fn int(&self, col: &'static str) -> Result<i32>;
+    fn opt_int(&self, col: &'static str) -> Result<Option<i32>>;
     fn bigint(&self, col: &'static str) -> Result<i64>;
     fn uuids(&self, col: &'static str) -> Result<Vec<Uuid>>;
     fn bytes(&self, col: &'static str) -> Result<Vec<u8>>;
+    fn opt_bytes(&self, col: &'static str) -> Result<Option<Vec<u8>>>;
 
     /// A text column parsed into one of the store's enums.
     fn parsed<T: std::str::FromStr>(&self, col: &'static str) -> Result<T> {
@@ -110,6 +112,22 @@ impl RowExt for Row {
             }
         }
     }
+    fn opt_int(&self, col: &'static str) -> Result<Option<i32>> {
+        match self {
+            Row::Pg(r) => Ok(r.try_get(col)?),
+            Row::Lite(r) => {
+                let value: Option<i64> = r.try_get(col)?;
+                value
+                    .map(|v| {
+                        i32::try_from(v).map_err(|_| StoreError::Corrupt {
+                            column: col,
+                            value: v.to_string(),
+                        })
+                    })
+                    .transpose()
+            }
+        }
+    }
     fn bigint(&self, col: &'static str) -> Result<i64> {
         same!(self, col)
     }
@@ -123,6 +141,9 @@ impl RowExt for Row {
         }
     }
     fn bytes(&self, col: &'static str) -> Result<Vec<u8>> {
+        same!(self, col)
+    }
+    fn opt_bytes(&self, col: &'static str) -> Result<Option<Vec<u8>>> {
         same!(self, col)
     }
 }

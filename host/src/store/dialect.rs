@@ -175,9 +175,12 @@ pub(crate) enum Arg<'a> {
     /// A text list: `TEXT[]` on PostgreSQL, a JSON array on SQLite.
     Texts(&'a [String]),
     Int(i32),
+    OptInt(Option<i32>),
     BigInt(i64),
     Bool(bool),
     Bytes(&'a [u8]),
+    /// Bytes or NULL, borrowed or built for the statement.
+    OptBytes(Option<Cow<'a, [u8]>>),
 }
 
 macro_rules! arg_from {
@@ -198,10 +201,23 @@ arg_from!(
     Option<&'a str> => OptText,
     &'a [String] => Texts,
     i32 => Int,
+    Option<i32> => OptInt,
     i64 => BigInt,
     bool => Bool,
     &'a [u8] => Bytes,
 );
+
+impl<'a> From<Option<&'a [u8]>> for Arg<'a> {
+    fn from(value: Option<&'a [u8]>) -> Self {
+        Self::OptBytes(value.map(Cow::Borrowed))
+    }
+}
+
+impl<'a> From<Option<Vec<u8>>> for Arg<'a> {
+    fn from(value: Option<Vec<u8>>) -> Self {
+        Self::OptBytes(value.map(Cow::Owned))
+    }
+}
 
 impl<'a> From<&'a Vec<Uuid>> for Arg<'a> {
     fn from(value: &'a Vec<Uuid>) -> Self {
@@ -287,9 +303,11 @@ impl<'a> Query<'a> {
                 Arg::OptText(v) => q.bind(v),
                 Arg::Texts(v) => q.bind(v),
                 Arg::Int(v) => q.bind(v),
+                Arg::OptInt(v) => q.bind(v),
                 Arg::BigInt(v) => q.bind(v),
                 Arg::Bool(v) => q.bind(v),
                 Arg::Bytes(v) => q.bind(v),
+                Arg::OptBytes(ref v) => q.bind(v.as_deref()),
             };
         }
         q
@@ -307,9 +325,11 @@ impl<'a> Query<'a> {
                 Arg::OptText(v) => q.bind(v),
                 Arg::Texts(v) => q.bind(json_texts(v)),
                 Arg::Int(v) => q.bind(v),
+                Arg::OptInt(v) => q.bind(v),
                 Arg::BigInt(v) => q.bind(v),
                 Arg::Bool(v) => q.bind(v),
                 Arg::Bytes(v) => q.bind(v),
+                Arg::OptBytes(ref v) => q.bind(v.as_deref()),
             };
         }
         q

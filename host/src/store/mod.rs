@@ -92,7 +92,9 @@ pub use links::Poll;
 #[cfg(feature = "test-support")]
 pub use migrate::LOCK_ATTEMPTS;
 pub use policy::classes::StoredClass;
-pub use policy::decisions::{DecisionFilter, LoggedDecision, NewDecision};
+pub use policy::decisions::{
+    DecisionFilter, InputParts, LoggedDecision, NewDecision, Recorded, SeenWindow,
+};
 pub use policy::shadow::Disagreement;
 pub use read::notices::NoticeRow;
 #[cfg(feature = "test-support")]

@@ -52,6 +52,9 @@ impl Context {
         // milliseconds ahead of this one (see `Window::is_open_at`), and a
         // policy must not see an approval as lying in the future.
         let opened = snapshot.window.as_ref().map(|w| w.opened_at);
+        // Whole microseconds, as the database keeps times: the decision log
+        // keeps `now` there and must give back the input the policy saw.
+        let now = DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
         t::DecisionInput {
             now: opened.map_or(now, |at| now.max(at)).into(),
             execution: t::Execution {

@@ -17,11 +17,12 @@ use uuid::Uuid;
 use chrono::{DateTime, Utc};
 
 use super::context::Context;
+use super::recorded::{input_parts, log_hash};
 use super::Verdict;
 use crate::policy::codec;
 use crate::policy::types as t;
 use crate::policy::Evaluated;
-use crate::store::{Delivery, NewDecision, PlanOutcome, Store};
+use crate::store::{Delivery, InputParts, NewDecision, PlanOutcome, Recorded, Store};
 
 /// A plan step's decision log, not yet written. The worker writes it while
 /// the step's calls go out: nothing in the pass reads it, so its commit
@@ -70,7 +71,11 @@ impl LoggedRepeats {
     /// (and remembers it).
     fn is_new(&self, d: &NewDecision) -> bool {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (&d.revision, &d.output, &d.action, &d.detail).hash(&mut hasher);
+        let answer = match &d.recorded {
+            Recorded::Compact { answer_hash, .. } => answer_hash.as_slice(),
+            Recorded::Whole { output, .. } => output.as_bytes(),
+        };
+        (&d.revision, answer, &d.action, &d.detail).hash(&mut hasher);
         let fingerprint = hasher.finish();
         let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if last.get(&d.execution_id) == Some(&fingerprint) {
@@ -87,8 +92,9 @@ impl LoggedRepeats {
 
 /// One pass's decisions, as they are taken and acted on.
 pub(super) struct Journal {
-    /// Each input's JSON, by position; empty when the log is off.
-    inputs: Vec<String>,
+    /// What the log keeps of each input, by position; empty when the log
+    /// is off.
+    inputs: Vec<Option<InputParts>>,
     entries: Vec<NewDecision>,
     /// Entries of `continue`s, by session, until the plan answers.
     continues: HashMap<Uuid, Vec<usize>>,
@@ -99,16 +105,18 @@ pub(super) struct Journal {
 const PENDING: &str = "";
 
 impl Journal {
-    /// A journal for these inputs, or one that records nothing when
-    /// `enabled` is false.
+    /// A journal for these inputs, whose results were cut to
+    /// `result_limit` bytes, or one that records nothing when `enabled` is
+    /// false.
     pub(super) fn start(
         enabled: bool,
         inputs: &[t::DecisionInput],
+        result_limit: usize,
         repeats: LoggedRepeats,
     ) -> Self {
         let inputs = match enabled {
             true => (inputs.iter())
-                .map(|i| serde_json::to_string(i).unwrap_or_default())
+                .map(|i| input_parts(i, result_limit))
                 .collect(),
             false => Vec::new(),
         };
@@ -128,7 +136,7 @@ impl Journal {
         execution_id: Uuid,
         verdict: &Verdict,
     ) {
-        let Some(input) = self.inputs.get_mut(index) else {
+        let Some(input) = self.inputs.get_mut(index).and_then(Option::take) else {
             return;
         };
         let (revision, output, action, detail) = match verdict {
@@ -155,8 +163,7 @@ impl Journal {
             session_id,
             execution_id,
             revision: revision.clone(),
-            input: std::mem::take(input),
-            output,
+            recorded: compact(input, &output),
             action: action.to_string(),
             idempotency_key: None,
             detail,
@@ -219,7 +226,7 @@ impl Journal {
 /// delivery's key (a policy failure does not stop it either).
 pub(super) fn redecided(
     delivery: &Delivery,
-    inputs: Vec<(Uuid, String)>,
+    inputs: Vec<(Uuid, InputParts)>,
     evaluated: &Evaluated<Vec<t::Decision>>,
 ) -> Vec<NewDecision> {
     let dropped = evaluated.value.as_ref().ok().and_then(|decisions| {
@@ -248,13 +255,33 @@ pub(super) fn redecided(
             session_id: delivery.session_id,
             execution_id,
             revision: evaluated.revision.0.clone(),
-            input,
-            output,
+            recorded: compact(input, &output),
             action: action.to_string(),
             idempotency_key: key.clone(),
             detail: detail.clone(),
         })
         .collect()
+}
+
+/// What the log keeps of an input and the answer `output` (an answer line
+/// or a failure's): the input's parts, the answer's kind and its hash.
+fn compact(input: InputParts, output: &str) -> Recorded {
+    Recorded::Compact {
+        input,
+        answer: answer_kind(output).to_string(),
+        answer_hash: log_hash(output),
+    }
+}
+
+/// An answer line's kind: its `decision`, or `error` for a failure's.
+pub(crate) fn answer_kind(output: &str) -> &'static str {
+    let v: serde_json::Value = serde_json::from_str(output).unwrap_or_default();
+    match v.get("decision").and_then(serde_json::Value::as_str) {
+        Some("wait") => "wait",
+        Some("continue") => "continue",
+        Some("drop") => "drop",
+        _ => "error",
+    }
 }
 
 /// A decision as the log writes it: its answer line, without the newline.

@@ -31,6 +31,7 @@ mod journal;
 mod notices;
 mod operator;
 mod plan;
+mod recorded;
 mod wake;
 
 use std::sync::Arc;
@@ -50,7 +51,7 @@ use crate::store::{Episode, Poll, Store, StoreError};
 
 pub use builder::WorkerBuilder;
 pub use deliver::DeliverReport;
-pub(crate) use journal::logged_verdict;
+pub(crate) use journal::{answer_kind, logged_verdict};
 #[cfg(feature = "test-support")]
 pub use operator::NotifyReport;
 pub use operator::{Notifier, NotifyConfig};
@@ -60,6 +61,9 @@ pub use plan::MAX_RECORDED_PER_BATCH;
 pub(crate) use plan::{decide_chunked, Verdict};
 #[cfg(feature = "test-support")]
 pub use plan::{FOLD_SEPARATOR, MAX_FOLDED_NOTE_BYTES, MAX_REST_LINE_BYTES};
+#[cfg(feature = "test-support")]
+pub use recorded::input_parts;
+pub use recorded::{log_hash, recorded_inputs, Unreadable};
 pub use wake::spawn_pg_listener;
 
 /// Why a worker pass failed. The pass is retried on the next wake-up or

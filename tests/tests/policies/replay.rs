@@ -3,7 +3,10 @@
 //! replayed with the built-in (nothing changes) and with the hostile test
 //! policy (which decides like it except on two inputs); the filters, the
 //! exit statuses, the determinism check and a capture that `policy test`
-//! then passes.
+//! then passes. The worker's compact rows (the input rebuilt from the
+//! execution's result and checked against its hash) and rows written
+//! whole before migration 037 are replayed side by side; a row whose
+//! execution's result changed since is refused, not replayed.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -12,7 +15,8 @@ use chrono::{Duration, Utc};
 use nomos_continue::policy::types::DecisionInput;
 use nomos_continue::policy::BUILTIN_POLICY_WASM;
 use nomos_continue::policy::{codec, Limits, PolicyRuntime, Revision, BUILTIN_POLICY_PATH};
-use nomos_continue::store::{DecisionFilter, NewDecision, Store};
+use nomos_continue::store::{DecisionFilter, NewDecision, Recorded, Store};
+use nomos_continue::worker::{input_parts, log_hash};
 use uuid::Uuid;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,8 +42,43 @@ fn golden(name: &str) -> DecisionInput {
     codec::decision_input(&text).expect("a valid input")
 }
 
-/// `input` as the built-in policy decides it, as the worker logs it.
-fn logged(session: Uuid, input: &DecisionInput, output: Option<&str>) -> NewDecision {
+/// `input` as the built-in policy decides it, as the worker logs it
+/// (compactly: its execution's result goes to the execution), or with
+/// `output` recorded instead.
+async fn logged(
+    store: &Store,
+    session: Uuid,
+    input: &DecisionInput,
+    output: Option<&str>,
+) -> NewDecision {
+    let mut input = input.clone();
+    input.session.id = session.to_string();
+    let input = &input;
+    let execution_id = input.execution.id.parse().expect("an id");
+    store
+        .upsert_execution_status(
+            execution_id,
+            &input.execution.status,
+            &input.execution.result,
+            Utc::now(),
+            true,
+        )
+        .await
+        .expect("report");
+    let mut d = whole(session, input, output);
+    let Recorded::Whole { output, .. } = d.recorded else {
+        unreachable!("whole")
+    };
+    d.recorded = Recorded::Compact {
+        input: input_parts(input, 256 << 10).expect("parts"),
+        answer: output.split('"').nth(3).expect("a kind").to_string(),
+        answer_hash: log_hash(&output),
+    };
+    d
+}
+
+/// `input` as a row written before migration 037 holds it: whole.
+fn whole(session: Uuid, input: &DecisionInput, output: Option<&str>) -> NewDecision {
     let builtin = PolicyRuntime::new(Limits::default()).expect("the built-in policy");
     let decided = builtin.decide_batch(std::slice::from_ref(input));
     let answer = codec::answer_line(&decided.value.expect("decides")[0]).expect("a line");
@@ -47,12 +86,20 @@ fn logged(session: Uuid, input: &DecisionInput, output: Option<&str>) -> NewDeci
         session_id: session,
         execution_id: input.execution.id.parse().expect("an id"),
         revision: Revision::of(BUILTIN_POLICY_WASM).0,
-        input: serde_json::to_string(input).expect("JSON"),
-        output: output.map_or_else(|| answer.trim_end().to_string(), str::to_string),
+        recorded: Recorded::Whole {
+            input: serde_json::to_string(input).expect("JSON"),
+            output: output.map_or_else(|| answer.trim_end().to_string(), str::to_string),
+        },
         action: "continued".into(),
         idempotency_key: Some("c-1".into()),
         detail: None,
     }
+}
+
+/// `input` for an execution of its own (golden cases share their ids).
+fn fresh(mut input: DecisionInput) -> DecisionInput {
+    input.execution.id = Uuid::new_v4().to_string();
+    input
 }
 
 fn with_status(mut input: DecisionInput, status: &str) -> DecisionInput {
@@ -82,24 +129,34 @@ fn last_line(output: &Output) -> String {
 
 async fn replay_and_capture(store: &Store, url: &str) {
     let hostile = env!("HOSTILE_WASM");
-    let (main, other) = (Uuid::new_v4(), Uuid::new_v4());
     let continues = golden("cancelled-continues");
+    let main: Uuid = continues.session.id.parse().expect("a session id");
+    let other = Uuid::new_v4();
     let recent = [
-        logged(main, &continues, None),
-        logged(main, &golden("attempts-limit"), None),
+        logged(store, main, &continues, None).await,
+        logged(store, main, &fresh(golden("attempts-limit")), None).await,
         // The hostile policy traps on one status and answers an empty note
         // on the other; the built-in waits on both (neither is terminal).
-        logged(main, &with_status(continues.clone(), "trap"), None),
-        logged(main, &with_status(continues.clone(), "empty-note"), None),
-        logged(other, &with_status(continues.clone(), "failed"), None),
+        logged(store, main, &with_status(continues.clone(), "trap"), None).await,
+        logged(
+            store,
+            main,
+            &with_status(continues.clone(), "empty-note"),
+            None,
+        )
+        .await,
+        // Written before 037: whole.
+        whole(other, &with_status(continues.clone(), "failed"), None),
     ];
     let now = Utc::now();
     store.record_decisions(&recent, now).await.expect("record");
     let old = [logged(
+        store,
         other,
         &with_status(continues.clone(), "completed"),
         None,
-    )];
+    )
+    .await];
     store
         .record_decisions(&old, now - Duration::hours(3))
         .await
@@ -189,7 +246,13 @@ async fn replay_and_capture(store: &Store, url: &str) {
     // A recorded answer its own revision does not give again fails the
     // replay before any comparison can be trusted.
     let tampered = Uuid::new_v4();
-    let wrong = logged(tampered, &continues, Some(r#"{"decision":"wait"}"#));
+    let wrong = logged(
+        store,
+        tampered,
+        &with_status(continues.clone(), "aborted"),
+        Some(r#"{"decision":"wait"}"#),
+    )
+    .await;
     store
         .record_decisions(&[wrong], Utc::now())
         .await
@@ -213,4 +276,59 @@ async fn replay_and_capture(store: &Store, url: &str) {
         "{}",
         stdout(&check)
     );
+
+    // A compact row whose execution holds another result than the policy
+    // saw (here: the execution had finished with it before) is refused by
+    // its hash, by replay and by capture, never replayed as recorded.
+    let drifted_session = Uuid::new_v4();
+    let drifted = with_status(continues.clone(), "aborted");
+    store
+        .upsert_execution_status(
+            drifted.execution.id.parse().expect("an id"),
+            "aborted",
+            "what the runtime said first",
+            Utc::now(),
+            true,
+        )
+        .await
+        .expect("report");
+    let d = logged(store, drifted_session, &drifted, None).await;
+    store
+        .record_decisions(&[d], Utc::now())
+        .await
+        .expect("record");
+    let session_id = drifted_session.to_string();
+    let refused = run(&[
+        &[
+            "policy",
+            "replay",
+            BUILTIN_POLICY_PATH,
+            "--session",
+            &session_id,
+        ][..],
+        &db,
+    ]
+    .concat());
+    assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
+    assert!(
+        stdout(&refused).contains("its input is no longer kept"),
+        "{}",
+        stdout(&refused)
+    );
+    assert_eq!(
+        last_line(&refused),
+        "replayed 1 decisions: 0 same, 1 changed"
+    );
+    let last = store
+        .decisions(DecisionFilter::default(), 100)
+        .await
+        .expect("read");
+    let id = last.last().expect("the drifted one").id.to_string();
+    let not_captured = run(&[
+        &["policy", "capture", &id, "--to", to.to_str().expect("path")][..],
+        &db,
+    ]
+    .concat());
+    assert_eq!(not_captured.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&not_captured.stderr).contains("no longer kept"));
 }

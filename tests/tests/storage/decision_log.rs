@@ -1,5 +1,5 @@
-//! The decision log's store functions on both backends: what is recorded
-//! reads back as written, the filters `policy replay` uses, and the purge
+//! The decision log's store functions on both backends: what is recorded,
+//! compactly or whole (as before migration 037), reads back as written, the filters `policy replay` uses, and the purge
 //! by age, in batches and through the rescuer's retention.
 
 use std::sync::Arc;
@@ -8,7 +8,9 @@ use chrono::{DateTime, Duration, Utc};
 use nomos_continue::clock::ManualClock;
 use nomos_continue::maintenance::Retention;
 use nomos_continue::metrics::Metrics;
-use nomos_continue::store::{DecisionFilter, NewDecision, Store};
+use nomos_continue::store::{
+    DecisionFilter, InputParts, NewDecision, Recorded, Route, SeenWindow, Store, TaskSource,
+};
 use uuid::Uuid;
 
 nomos_continue_tests::on_both_stores!(
@@ -22,13 +24,49 @@ fn t0() -> DateTime<Utc> {
     "2026-11-30T04:00:00Z".parse().expect("a valid time")
 }
 
+/// Decision `n`: odd ones whole, even ones compact, every fourth with
+/// each part that is usually absent (a task, a window, ids still running,
+/// attempts, a cut result, a `now` apart from the decision's time).
 fn decision(session: Uuid, n: u32) -> NewDecision {
+    let full = n.is_multiple_of(4);
+    let recorded = match n.is_multiple_of(2) {
+        false => Recorded::Whole {
+            input: format!(r#"{{"n":{n},"text":"é \" \\ ok"}}"#),
+            output: r#"{"decision":"wait"}"#.into(),
+        },
+        true => Recorded::Compact {
+            input: InputParts {
+                now: if full {
+                    t0() - Duration::milliseconds(3)
+                } else {
+                    t0()
+                },
+                status: format!("status é {n}"),
+                finished_at: full.then(|| t0() - Duration::seconds(2)),
+                task: full.then(|| (TaskSource::A2a, format!("task-{n}"))),
+                window: full.then(|| SeenWindow {
+                    opened_at: t0() - Duration::minutes(5),
+                    expires_at: t0() + Duration::minutes(25),
+                    route: Route::Chat,
+                }),
+                continuations_in_window: if full { 2 } else { 0 },
+                still_running: match full {
+                    true => vec![Uuid::new_v4(), Uuid::new_v4()],
+                    false => Vec::new(),
+                },
+                attempts: if full { 3 } else { 0 },
+                result_cut: full.then_some(1024),
+                hash: vec![n as u8; 16],
+            },
+            answer: "continue".into(),
+            answer_hash: vec![0xab; 16],
+        },
+    };
     NewDecision {
         session_id: session,
         execution_id: Uuid::new_v4(),
-        revision: format!("rev-{n}"),
-        input: format!(r#"{{"n":{n},"text":"é \" \\ ok"}}"#),
-        output: r#"{"decision":"wait"}"#.into(),
+        revision: format!("rev-{}", n % 3),
+        recorded,
         action: if n.is_multiple_of(2) {
             "continued"
         } else {

@@ -5,7 +5,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use nomos_continue::store::{
-    Judged, NewDecision, NoticeAbout, SessionFilter, SessionRow, Store, StoreError, SHOWN_CHARS,
+    Judged, NewDecision, NoticeAbout, Recorded, SessionFilter, SessionRow, Store, StoreError,
+    SHOWN_CHARS,
 };
 use uuid::Uuid;
 
@@ -194,8 +195,10 @@ async fn a_timeline_page_reads_its_links_steps_with_long_texts_cut(store: Store)
         session_id: session,
         execution_id: execution,
         revision: "r".into(),
-        input: input.into(),
-        output: "{}".into(),
+        recorded: Recorded::Whole {
+            input: input.into(),
+            output: "{}".into(),
+        },
         action: action.into(),
         idempotency_key: None,
         detail: None,
@@ -219,7 +222,10 @@ async fn a_timeline_page_reads_its_links_steps_with_long_texts_cut(store: Store)
         .iter()
         .map(|d| {
             let n = &d.row.decision;
-            (n.action.as_str(), n.input.chars().count(), d.left_out)
+            let Recorded::Whole { input, .. } = &n.recorded else {
+                panic!("written whole")
+            };
+            (n.action.as_str(), input.chars().count(), d.left_out)
         })
         .collect();
     assert_eq!(

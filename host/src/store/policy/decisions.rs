@@ -1,16 +1,83 @@
 //! The decision log: every decision the host took through the policy, with
-//! the input the policy saw, its answer and what the host then did, kept
-//! for a retention period so a candidate can be replayed on real traffic.
+//! what the policy saw, its answer and what the host then did, kept for a
+//! retention period so a candidate can be replayed on real traffic.
 //!
-//! The store keeps texts: the input and output are JSON the caller wrote
-//! (the golden-file form), not parsed here.
+//! Kept compactly (migration 037): a row holds the input's small fields,
+//! a hash of the whole input and of the answer, and no texts the system
+//! keeps elsewhere. The result text is the execution's own (terminal is
+//! final, so it does not change); the note is what the recorded revision,
+//! a deterministic policy, answers again. Whoever rebuilds an input from
+//! these parts checks it against `input_hash` (see
+//! `worker::rebuilt_input`). Rows written before 037 keep their texts
+//! whole ([`Recorded::Whole`]). The store keeps hashes and texts as given:
+//! it parses no JSON and hashes nothing.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::store::decode::RowExt;
-use crate::store::dialect::{query, trunc};
-use crate::store::{Backend, Result, Store};
+use crate::store::dialect::{query, trunc, Row};
+use crate::store::types::{Route, TaskSource};
+use crate::store::{Result, Store, StoreError};
+
+/// A window as a decision saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeenWindow {
+    /// When it opened.
+    pub opened_at: DateTime<Utc>,
+    /// When it expires.
+    pub expires_at: DateTime<Utc>,
+    /// How it was approved.
+    pub route: Route,
+}
+
+/// A decision's input as the log keeps it: every field the policy saw but
+/// the result text, and the hash of the input whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputParts {
+    /// The input's `now`.
+    pub now: DateTime<Utc>,
+    /// The execution's status.
+    pub status: String,
+    /// When the execution finished, if it had.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The protocol task the execution stands for, if any.
+    pub task: Option<(TaskSource, String)>,
+    /// The session's open window, if any.
+    pub window: Option<SeenWindow>,
+    /// Continuations already sent in that window.
+    pub continuations_in_window: i32,
+    /// The session's other executions still running.
+    pub still_running: Vec<Uuid>,
+    /// Failed calls before this decision (a retry's re-decision).
+    pub attempts: i32,
+    /// The byte limit the result was cut to, when it was cut.
+    pub result_cut: Option<i32>,
+    /// The first 16 bytes of the SHA-256 of the input's JSON.
+    pub hash: Vec<u8>,
+}
+
+/// What a decision recorded of its input and answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// Since migration 037: the input's parts, the answer's kind (`wait`,
+    /// `continue`, `drop`, `error`) and the hash of its line.
+    Compact {
+        /// The input, but its result.
+        input: InputParts,
+        /// The answer's kind.
+        answer: String,
+        /// The first 16 bytes of the SHA-256 of the answer line.
+        answer_hash: Vec<u8>,
+    },
+    /// Before: the input's JSON and the answer line, whole.
+    Whole {
+        /// The decision input, in golden-file JSON.
+        input: String,
+        /// The answer line, or `{"error": …}`.
+        output: String,
+    },
+}
 
 /// One decision to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,10 +88,8 @@ pub struct NewDecision {
     pub execution_id: Uuid,
     /// The policy revision (hash) that decided.
     pub revision: String,
-    /// The decision input, as the policy saw it, in golden-file JSON.
-    pub input: String,
-    /// The answer line, or `{"error": …}` when the policy failed on it.
-    pub output: String,
+    /// What the policy saw and answered.
+    pub recorded: Recorded,
     /// What the host then did: `continued`, `dropped`, `refused`, `waited`,
     /// `deferred` or `failed`.
     pub action: String,
@@ -56,16 +121,53 @@ pub struct DecisionFilter {
     pub after_id: i64,
 }
 
-/// Rows per `INSERT` on SQLite: 8 values a row, well under its limit of
-/// 32,766 bound values.
-const SQLITE_ROWS: usize = 500;
+/// The columns a row is written with, after `decided_at` (`$1`, shared).
+const WRITTEN: [&str; 24] = [
+    "session_id",
+    "execution_id",
+    "revision",
+    "revision_id",
+    "input",
+    "output",
+    "action",
+    "idempotency_key",
+    "detail",
+    "seen_now",
+    "status",
+    "finished_at",
+    "task_source",
+    "task_id",
+    "window_opened_at",
+    "window_expires_at",
+    "window_route",
+    "in_window",
+    "still_running",
+    "attempts",
+    "result_cut",
+    "input_hash",
+    "answer",
+    "answer_hash",
+];
 
-pub(in crate::store) const COLS: &str =
-    "id, decided_at, session_id, execution_id, revision, input, output, action, \
-     idempotency_key, detail";
+/// Rows per `INSERT`: 24 values a row, well under SQLite's limit of 32,766
+/// bound values (and PostgreSQL's 65,535).
+const ROWS_PER_INSERT: usize = 500;
+
+/// What a read selects. The revision is the dictionary's hash for a compact
+/// row (`revision` is empty there) and `revision` itself for a whole one;
+/// no column holds a comma, so the timeline can cut `input` and `output`
+/// by name (`read::timeline::cutting`).
+pub(in crate::store) const COLS: &str = "id, decided_at, session_id, execution_id, revision, \
+     (SELECT hash FROM nomos_decision_revisions WHERE id = revision_id) AS revision_hash, \
+     input, output, action, idempotency_key, detail, seen_now, status, finished_at, \
+     task_source, task_id, window_opened_at, window_expires_at, window_route, in_window, \
+     still_running, attempts, result_cut, input_hash, answer, answer_hash";
 
 impl Store {
-    /// Records `decisions`, all taken at `now`, in one statement.
+    /// Records `decisions`, all taken at `now`: each revision's key in the
+    /// dictionary first (a statement that writes only a revision not seen
+    /// before), then the rows, a few hundred per statement, in one
+    /// transaction when there are more.
     pub async fn record_decisions(
         &self,
         decisions: &[NewDecision],
@@ -74,100 +176,43 @@ impl Store {
         if decisions.is_empty() {
             return Ok(0);
         }
-        if self.backend() == Backend::Sqlite {
-            return self.record_decisions_in_rows(decisions, now).await;
+        self.know_revisions(decisions).await?;
+        let now = trunc(now);
+        let mut chunks = decisions.chunks(ROWS_PER_INSERT);
+        if decisions.len() <= ROWS_PER_INSERT {
+            let chunk = chunks.next().unwrap_or_default();
+            return insert_rows(chunk, now).execute(self).await;
         }
-        let mut sessions = Vec::with_capacity(decisions.len());
-        let mut executions = Vec::with_capacity(decisions.len());
-        let (mut revisions, mut inputs, mut outputs) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut actions, mut keys, mut details) = (Vec::new(), Vec::new(), Vec::new());
-        for d in decisions {
-            sessions.push(d.session_id);
-            executions.push(d.execution_id);
-            revisions.push(d.revision.clone());
-            inputs.push(d.input.clone());
-            outputs.push(d.output.clone());
-            actions.push(d.action.clone());
-            // A list of texts has no NULL on SQLite: "" stands for none.
-            keys.push(d.idempotency_key.clone().unwrap_or_default());
-            details.push(d.detail.clone().unwrap_or_default());
-        }
-        let sql = format!(
-            "INSERT INTO nomos_policy_decisions (decided_at, session_id, execution_id, revision, \
-               input, output, action, idempotency_key, detail) \
-             SELECT $1, z.s, z.e, z.rev, z.i, z.o, z.a, NULLIF(z.k, ''), NULLIF(z.d, '') \
-             FROM {}",
-            self.backend().zip(
-                "z",
-                &[
-                    ("$2", "s", "uuid"),
-                    ("$3", "e", "uuid"),
-                    ("$4", "rev", "text"),
-                    ("$5", "i", "text"),
-                    ("$6", "o", "text"),
-                    ("$7", "a", "text"),
-                    ("$8", "k", "text"),
-                    ("$9", "d", "text"),
-                ]
-            )
-        );
-        query(sql)
-            .bind(trunc(now))
-            .bind(&sessions)
-            .bind(&executions)
-            .bind(&revisions[..])
-            .bind(&inputs[..])
-            .bind(&outputs[..])
-            .bind(&actions[..])
-            .bind(&keys[..])
-            .bind(&details[..])
-            .execute(self)
-            .await
-    }
-
-    /// [`Store::record_decisions`] on SQLite: rows of bound values, a few
-    /// hundred per statement, in one transaction. Zipping lists of texts
-    /// reads each list's JSON again per row there, which for inputs of a
-    /// kilobyte and more made the plan pass twice as slow (measured:
-    /// BENCHMARKS.md, "Decision log").
-    async fn record_decisions_in_rows(
-        &self,
-        decisions: &[NewDecision],
-        now: DateTime<Utc>,
-    ) -> Result<u64> {
-        const COLUMNS: usize = 8;
         let mut tx = self.begin().await?;
         let mut written = 0;
-        for chunk in decisions.chunks(SQLITE_ROWS) {
-            let rows: Vec<String> = (0..chunk.len())
-                .map(|i| {
-                    let first = 2 + i * COLUMNS;
-                    let params: Vec<String> =
-                        (first..first + COLUMNS).map(|n| format!("${n}")).collect();
-                    format!("($1, {})", params.join(", "))
-                })
-                .collect();
-            let sql = format!(
-                "INSERT INTO nomos_policy_decisions (decided_at, session_id, execution_id, \
-                   revision, input, output, action, idempotency_key, detail) VALUES {}",
-                rows.join(", ")
-            );
-            let mut q = query(sql).bind(trunc(now));
-            for d in chunk {
-                q = q
-                    .bind(d.session_id)
-                    .bind(d.execution_id)
-                    .bind(d.revision.as_str())
-                    .bind(d.input.as_str())
-                    .bind(d.output.as_str())
-                    .bind(d.action.as_str())
-                    .bind(d.idempotency_key.as_deref())
-                    .bind(d.detail.as_deref());
-            }
-            written += q.execute(&mut tx).await?;
+        for chunk in chunks {
+            written += insert_rows(chunk, now).execute(&mut tx).await?;
         }
         tx.commit().await?;
         Ok(written)
+    }
+
+    /// Gives each compact decision's revision a key in
+    /// `nomos_decision_revisions`. A revision already there is not written
+    /// again (no sequence value is spent on it either).
+    async fn know_revisions(&self, decisions: &[NewDecision]) -> Result<()> {
+        let mut revisions: Vec<&str> = (decisions.iter())
+            .filter(|d| matches!(d.recorded, Recorded::Compact { .. }))
+            .map(|d| d.revision.as_str())
+            .collect();
+        revisions.sort_unstable();
+        revisions.dedup();
+        for revision in revisions {
+            query(
+                "INSERT INTO nomos_decision_revisions (hash) SELECT $1 \
+                 WHERE NOT EXISTS (SELECT 1 FROM nomos_decision_revisions WHERE hash = $1) \
+                 ON CONFLICT (hash) DO NOTHING",
+            )
+            .bind(revision)
+            .execute(self)
+            .await?;
+        }
+        Ok(())
     }
 
     /// Up to `limit` recorded decisions matching `filter`, oldest first.
@@ -202,14 +247,15 @@ impl Store {
         row.as_ref().map(logged).transpose()
     }
 
-    /// Deletes up to `batch` decisions taken before `before`, oldest first;
-    /// returns how many. Small batches keep each delete's locks short; the
+    /// Deletes those of the `batch` oldest decisions (by id) taken before
+    /// `before`; returns how many. Ids are taken in time order, so the
+    /// oldest are found on the primary key, with no index on the time; a
+    /// batch that comes back short has reached the decisions to keep. The
     /// caller repeats while a batch comes back full.
     pub async fn purge_decisions(&self, before: DateTime<Utc>, batch: i64) -> Result<u64> {
         query(
-            "DELETE FROM nomos_policy_decisions WHERE id IN ( \
-               SELECT id FROM nomos_policy_decisions WHERE decided_at < $1 \
-               ORDER BY decided_at LIMIT $2)",
+            "DELETE FROM nomos_policy_decisions WHERE decided_at < $1 AND id IN ( \
+               SELECT id FROM nomos_policy_decisions ORDER BY id LIMIT $2)",
         )
         .bind(trunc(before))
         .bind(batch)
@@ -228,19 +274,217 @@ impl Store {
     }
 }
 
-pub(in crate::store) fn logged<R: RowExt>(r: &R) -> Result<LoggedDecision> {
+/// One `INSERT` of `chunk`, all taken at `now` (`$1`).
+fn insert_rows(chunk: &[NewDecision], now: DateTime<Utc>) -> crate::store::dialect::Query<'_> {
+    let width = WRITTEN.len();
+    let rows: Vec<String> = (0..chunk.len())
+        .map(|i| {
+            let first = 2 + i * width;
+            let values: Vec<String> = (first..first + width)
+                .zip(WRITTEN)
+                .map(|(n, col)| match col {
+                    "revision_id" => {
+                        format!("(SELECT id FROM nomos_decision_revisions WHERE hash = ${n})")
+                    }
+                    _ => format!("${n}"),
+                })
+                .collect();
+            format!("($1, {})", values.join(", "))
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO nomos_policy_decisions (decided_at, {}) VALUES {}",
+        WRITTEN.join(", "),
+        rows.join(", ")
+    );
+    let mut q = query(sql).bind(now);
+    for d in chunk {
+        q = q
+            .bind(d.session_id)
+            .bind(d.execution_id)
+            .bind(match d.recorded {
+                Recorded::Compact { .. } => "",
+                Recorded::Whole { .. } => d.revision.as_str(),
+            })
+            .bind(match d.recorded {
+                Recorded::Compact { .. } => Some(d.revision.as_str()),
+                Recorded::Whole { .. } => None,
+            });
+        q = match &d.recorded {
+            Recorded::Whole { input, output } => bind_whole(q, d, input, output),
+            Recorded::Compact {
+                input,
+                answer,
+                answer_hash,
+            } => bind_compact(q, d, now, input, answer, answer_hash),
+        };
+    }
+    q
+}
+
+/// A whole row's values from `input` on: its texts, and no parts.
+fn bind_whole<'a>(
+    q: crate::store::dialect::Query<'a>,
+    d: &'a NewDecision,
+    input: &'a str,
+    output: &'a str,
+) -> crate::store::dialect::Query<'a> {
+    let none_time: Option<DateTime<Utc>> = None;
+    let (none_text, none_int, none_bytes): (Option<&str>, Option<i32>, Option<&[u8]>) =
+        (None, None, None);
+    q.bind(input)
+        .bind(output)
+        .bind(d.action.as_str())
+        .bind(d.idempotency_key.as_deref())
+        .bind(d.detail.as_deref())
+        .bind(none_time)
+        .bind(none_text)
+        .bind(none_time)
+        .bind(none_text)
+        .bind(none_text)
+        .bind(none_time)
+        .bind(none_time)
+        .bind(none_text)
+        .bind(none_int)
+        .bind(none_bytes)
+        .bind(none_int)
+        .bind(none_int)
+        .bind(none_bytes)
+        .bind(none_text)
+        .bind(none_bytes)
+}
+
+/// A compact row's values from `input` on: empty texts, and the parts.
+/// What is usually nothing is stored as NULL, which costs no bytes: the
+/// input's `now` when it is the decision's time, counts of 0, no list.
+fn bind_compact<'a>(
+    q: crate::store::dialect::Query<'a>,
+    d: &'a NewDecision,
+    now: DateTime<Utc>,
+    input: &'a InputParts,
+    answer: &'a str,
+    answer_hash: &'a [u8],
+) -> crate::store::dialect::Query<'a> {
+    let seen_now = (trunc(input.now) != now).then_some(trunc(input.now));
+    let nonzero = |n: i32| (n != 0).then_some(n);
+    let window = input.window.as_ref();
+    q.bind("")
+        .bind("")
+        .bind(d.action.as_str())
+        .bind(d.idempotency_key.as_deref())
+        .bind(d.detail.as_deref())
+        .bind(seen_now)
+        .bind(input.status.as_str())
+        .bind(input.finished_at)
+        .bind(input.task.as_ref().map(|(source, _)| source.as_str()))
+        .bind(input.task.as_ref().map(|(_, id)| id.as_str()))
+        .bind(window.map(|w| w.opened_at))
+        .bind(window.map(|w| w.expires_at))
+        .bind(window.map(|w| w.route.as_str()))
+        .bind(nonzero(input.continuations_in_window))
+        .bind(packed_ids(&input.still_running))
+        .bind(nonzero(input.attempts))
+        .bind(input.result_cut)
+        .bind(input.hash.as_slice())
+        .bind(answer)
+        .bind(answer_hash)
+}
+
+/// A UUID list as 16 bytes each, NULL when empty (the common case).
+fn packed_ids(ids: &[Uuid]) -> Option<Vec<u8>> {
+    (!ids.is_empty()).then(|| ids.iter().flat_map(|id| *id.as_bytes()).collect())
+}
+
+/// The inverse of [`packed_ids`].
+fn unpacked_ids(bytes: Option<Vec<u8>>) -> Result<Vec<Uuid>> {
+    let bytes = bytes.unwrap_or_default();
+    if !bytes.len().is_multiple_of(16) {
+        return Err(StoreError::Corrupt {
+            column: "still_running",
+            value: hex::encode(&bytes),
+        });
+    }
+    Ok(bytes
+        .chunks_exact(16)
+        .filter_map(|b| Uuid::from_slice(b).ok())
+        .collect())
+}
+
+pub(in crate::store) fn logged(r: &Row) -> Result<LoggedDecision> {
+    let decided_at = r.time("decided_at")?;
+    let recorded = match r.opt_bytes("input_hash")? {
+        None => Recorded::Whole {
+            input: r.text("input")?,
+            output: r.text("output")?,
+        },
+        Some(hash) => Recorded::Compact {
+            input: input_parts(r, decided_at, hash)?,
+            answer: r.opt_text("answer")?.unwrap_or_default(),
+            answer_hash: r.opt_bytes("answer_hash")?.unwrap_or_default(),
+        },
+    };
+    let revision = match r.opt_text("revision_hash")? {
+        Some(hash) => hash,
+        None => r.text("revision")?,
+    };
     Ok(LoggedDecision {
         id: r.bigint("id")?,
-        decided_at: r.time("decided_at")?,
+        decided_at,
         decision: NewDecision {
             session_id: r.uuid("session_id")?,
             execution_id: r.uuid("execution_id")?,
-            revision: r.text("revision")?,
-            input: r.text("input")?,
-            output: r.text("output")?,
+            revision,
+            recorded,
             action: r.text("action")?,
             idempotency_key: r.opt_text("idempotency_key")?,
             detail: r.opt_text("detail")?,
         },
     })
+}
+
+/// A compact row's input parts (see [`bind_compact`] for what NULL means).
+fn input_parts(r: &Row, decided_at: DateTime<Utc>, hash: Vec<u8>) -> Result<InputParts> {
+    let task = match (r.opt_parsed("task_source")?, r.opt_text("task_id")?) {
+        (Some(source), Some(id)) => Some((source, id)),
+        _ => None,
+    };
+    let window = match (
+        r.opt_time("window_opened_at")?,
+        r.opt_time("window_expires_at")?,
+        r.opt_parsed("window_route")?,
+    ) {
+        (Some(opened_at), Some(expires_at), Some(route)) => Some(SeenWindow {
+            opened_at,
+            expires_at,
+            route,
+        }),
+        _ => None,
+    };
+    Ok(InputParts {
+        now: r.opt_time("seen_now")?.unwrap_or(decided_at),
+        status: r.opt_text("status")?.unwrap_or_default(),
+        finished_at: r.opt_time("finished_at")?,
+        task,
+        window,
+        continuations_in_window: r.opt_int("in_window")?.unwrap_or(0),
+        still_running: unpacked_ids(r.opt_bytes("still_running")?)?,
+        attempts: r.opt_int("attempts")?.unwrap_or(0),
+        result_cut: r.opt_int("result_cut")?,
+        hash,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_lists_pack_to_16_bytes_each_and_back() {
+        let ids = [Uuid::from_u128(1), Uuid::from_u128(u128::MAX)];
+        let packed = packed_ids(&ids);
+        assert_eq!(packed.as_ref().map(Vec::len), Some(32));
+        assert_eq!(unpacked_ids(packed).ok(), Some(ids.to_vec()));
+        assert_eq!(packed_ids(&[]), None);
+        assert!(unpacked_ids(Some(vec![0; 15])).is_err());
+    }
 }

@@ -12,7 +12,10 @@ use super::{DeliverReport, Deliverer, Ready};
 use crate::agent::{Continuation, ExecutionReport};
 use crate::classes::{still_running, Class};
 use crate::policy::types as t;
-use crate::store::{dedup, Claim, Delivery, DeliveryKind, Execution, LinkTrace, ReadyLink};
+use crate::store::{
+    dedup, Claim, Delivery, DeliveryKind, Execution, InputParts, LinkTrace, ReadyLink,
+};
+use crate::worker::recorded::input_parts;
 use crate::worker::WorkerError;
 use uuid::Uuid;
 
@@ -213,10 +216,11 @@ impl Deliverer {
                 input
             })
             .collect();
-        let logged: Vec<(Uuid, String)> = match self.config.log_decisions {
+        let logged: Vec<(Uuid, InputParts)> = match self.config.log_decisions {
             true => (inputs.iter())
                 .filter_map(|i| {
-                    Some((i.execution.id.parse().ok()?, serde_json::to_string(i).ok()?))
+                    let parts = input_parts(i, self.config.max_result_bytes)?;
+                    Some((i.execution.id.parse().ok()?, parts))
                 })
                 .collect(),
             false => Vec::new(),

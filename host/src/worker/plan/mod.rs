@@ -216,7 +216,12 @@ impl Planner {
         }
         self.metrics.decision("wait", report.waiting as u64);
 
-        let mut journal = Journal::start(self.config.log_decisions, &inputs, self.repeats.clone());
+        let mut journal = Journal::start(
+            self.config.log_decisions,
+            &inputs,
+            self.config.max_result_bytes,
+            self.repeats.clone(),
+        );
         let verdicts = self.decide_all(inputs).await?;
         let decided = owners.into_iter().zip(verdicts).zip(spans).enumerate();
         for (i, (((session_id, execution_id, outcome), verdict), span)) in decided {

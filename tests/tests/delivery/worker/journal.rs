@@ -1,5 +1,7 @@
 //! The decision log as the worker writes it: one row per decision the
-//! policy took, with the input exactly as the policy saw it, its answer,
+//! policy took, kept compactly (the input's parts and hash, rebuilt with
+//! the execution's result into exactly what the policy saw; the answer's
+//! kind and hash),
 //! the revision, and what the host then did (continued under the key,
 //! dropped, refused by a host guard, deferred behind a busy session, or
 //! the retry a re-decision let go on). Nothing is logged when it is off.
@@ -8,8 +10,10 @@ use chrono::Duration;
 use nomos_continue::agent::AgentError;
 use nomos_continue::clock::Clock;
 use nomos_continue::policy::codec;
-use nomos_continue::store::{DecisionFilter, LoggedDecision, Store};
-use nomos_continue::worker::WorkerConfig;
+use nomos_continue::policy::types::DecisionInput;
+use nomos_continue::store::{DecisionFilter, LoggedDecision, Recorded, Store};
+use nomos_continue::worker::{recorded_inputs, WorkerConfig};
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{continuation_of, policy, Rig};
@@ -26,6 +30,29 @@ async fn logged(store: &Store, session: Uuid) -> Vec<LoggedDecision> {
         ..DecisionFilter::default()
     };
     store.decisions(filter, 100).await.expect("read the log")
+}
+
+/// The input `d` recorded, rebuilt and checked against its hash.
+async fn input_of(store: &Store, d: &LoggedDecision) -> DecisionInput {
+    let mut inputs = recorded_inputs(store, std::slice::from_ref(d))
+        .await
+        .expect("read the results");
+    inputs
+        .pop()
+        .expect("one")
+        .expect("the input the policy saw")
+}
+
+/// A compact row's answer kind and hash.
+fn answer(d: &LoggedDecision) -> (&str, &[u8]) {
+    match &d.decision.recorded {
+        Recorded::Compact {
+            answer,
+            answer_hash,
+            ..
+        } => (answer.as_str(), answer_hash.as_slice()),
+        Recorded::Whole { .. } => panic!("the worker writes compact rows: {d:?}"),
+    }
 }
 
 async fn each_decision_is_logged_with_what_the_host_did(store: Store) {
@@ -49,20 +76,22 @@ async fn each_decision_is_logged_with_what_the_host_did(store: Store) {
     assert_eq!(d.idempotency_key.as_deref(), Some(key.as_str()));
     assert_eq!(d.revision, policy().active_revision().0);
     assert_eq!(log[0].decided_at, rig.clock.now());
-    // The input is a golden-file decision input, as the policy saw it, and
-    // the built-in policy answers it with the recorded output again.
-    let input = codec::decision_input(&d.input).expect("a decision input");
+    // The input rebuilt from its parts and the execution's result is the
+    // one the policy saw (its hash says so), and the built-in policy
+    // answers it with the recorded answer again.
+    let input = input_of(&rig.store, &log[0]).await;
     assert_eq!(input.execution.id, a.to_string());
     assert_eq!(input.execution.result, "ssh: connection refused");
     assert!(input.session.window.is_some());
     let again = policy().decide_batch(&[input]).value.expect("decides");
     let line = codec::answer_line(&again[0]).expect("a line");
-    assert_eq!(line.trim_end(), d.output);
-    assert!(
-        d.output.starts_with(r#"{"decision":"continue""#),
-        "{}",
-        d.output
-    );
+    let hash = Sha256::digest(line.trim_end().as_bytes());
+    assert_eq!(answer(&log[0]), ("continue", &hash[..16]));
+    // Nothing the system keeps elsewhere is copied into the row.
+    match &d.recorded {
+        Recorded::Compact { input, .. } => assert_eq!(input.hash.len(), 16),
+        Recorded::Whole { .. } => panic!("a whole row"),
+    }
 
     // Without a window the policy drops: logged with its reason.
     let b = Uuid::new_v4();
@@ -76,7 +105,7 @@ async fn each_decision_is_logged_with_what_the_host_did(store: Store) {
     let log = logged(&rig.store, other).await;
     assert_eq!(log.len(), 1, "{log:?}");
     assert_eq!(log[0].decision.action, "dropped");
-    assert!(log[0].decision.output.starts_with(r#"{"decision":"drop""#));
+    assert_eq!(answer(&log[0]).0, "drop");
     let reason = log[0].decision.detail.as_deref().unwrap_or_default();
     assert!(reason.contains("assent window closed"), "{reason}");
 }
@@ -116,7 +145,7 @@ async fn a_host_guard_and_a_busy_session_are_logged_as_such(store: Store) {
         (a, "continued")
     );
     assert_eq!(retry.idempotency_key, log[0].decision.idempotency_key);
-    let input = codec::decision_input(&retry.input).expect("a decision input");
+    let input = input_of(&rig.store, &log[2]).await;
     assert_eq!(input.attempts, 1);
 
     // A host guard the policy never sees: a hard cap of 0 refuses the
@@ -146,7 +175,7 @@ async fn a_host_guard_and_a_busy_session_are_logged_as_such(store: Store) {
     let log = logged(&rig.store, session).await;
     assert_eq!(log.len(), 1, "{log:?}");
     let refused = &log[0].decision;
-    assert!(refused.output.starts_with(r#"{"decision":"continue""#));
+    assert_eq!(answer(&log[0]).0, "continue");
     assert_eq!(
         (refused.action.as_str(), refused.idempotency_key.as_deref()),
         ("refused", None)

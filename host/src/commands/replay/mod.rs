@@ -9,19 +9,23 @@
 //! answers makes every comparison meaningless, so that is reported first.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 
 use crate::policy::read_policy_file;
 use crate::policy::types::DecisionInput;
 use crate::policy::{codec, Limits, PolicyRuntime, Revision, BUILTIN_POLICY_WASM};
-use crate::store::{parse_uuid, DecisionFilter, LoggedDecision, Store};
-use crate::worker::{decide_chunked, logged_verdict, Verdict};
+use crate::store::{parse_uuid, DecisionFilter, LoggedDecision, Recorded, Store};
+use crate::worker::{
+    decide_chunked, log_hash, logged_verdict, recorded_inputs, Unreadable, Verdict,
+};
+
+mod answers;
+
+use answers::{agrees, changed, is_failure, recorded_text, short};
 
 /// Recorded decisions read per query.
 const PAGE: i64 = 500;
@@ -71,7 +75,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
         }
         let mut out = std::io::stdout().lock();
         let unreproduced = check_determinism(&store, filter, args, &mut out).await?;
-        let tally = replay_all(&store, filter, &candidate, &mut out).await?;
+        let tally = replay_all(&store, filter, &candidate, &args.limits, &mut out).await?;
         store.close().await;
         std::io::Write::flush(&mut out)?;
         println!(
@@ -94,39 +98,72 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
 /// (a golden `decide` folder), so `policy test` pins it from then on.
 pub fn capture(database_urls: &[&str], id: i64, to: &Path) -> Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
-    let logged = runtime.block_on(async {
+    let (input, output) = runtime.block_on(async {
         let store = Store::connect_any(database_urls)
             .await
             .context("connect to the database")?;
         store.migrate().await.context("migrate the database")?;
-        let logged = store.decision(id).await?;
+        let recorded = recorded_case(&store, id).await;
         store.close().await;
-        anyhow::Ok(logged)
+        recorded
     })?;
-    let Some(logged) = logged else {
-        bail!("no decision {id} in the log (it may have been purged)");
-    };
-    let d = &logged.decision;
-    let input: DecisionInput = codec::decision_input(&d.input)
-        .with_context(|| format!("decision {id}'s recorded input"))?;
-    if is_failure(&d.output) {
-        bail!(
-            "decision {id}: the policy failed on this input ({}); a golden case pins an answer, \
-             so write the expected .out by hand",
-            d.output
-        );
-    }
     std::fs::create_dir_all(to).with_context(|| format!("create {}", to.display()))?;
     let stem = to.join(format!("decision-{id}"));
     let (input_path, output_path) = (stem.with_extension("in"), stem.with_extension("out"));
     let pretty = serde_json::to_string_pretty(&input).context("write the input")?;
     std::fs::write(&input_path, pretty + "\n")
         .with_context(|| format!("write {}", input_path.display()))?;
-    std::fs::write(&output_path, format!("{}\n", d.output))
+    std::fs::write(&output_path, format!("{output}\n"))
         .with_context(|| format!("write {}", output_path.display()))?;
     println!("wrote {}", input_path.display());
     println!("wrote {}", output_path.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Decision `id`'s input and its answer line, for a golden case. A compact
+/// row's answer is its recorded revision's answer again, checked against
+/// the recorded hash.
+async fn recorded_case(store: &Store, id: i64) -> Result<(DecisionInput, String)> {
+    let Some(logged) = store.decision(id).await? else {
+        bail!("no decision {id} in the log (it may have been purged)");
+    };
+    let mut inputs = recorded_inputs(store, std::slice::from_ref(&logged)).await?;
+    let input = (inputs.pop())
+        .context("no input")?
+        .map_err(|why| anyhow::anyhow!("decision {id}: {why}"))?;
+    let d = &logged.decision;
+    let output = match &d.recorded {
+        Recorded::Whole { output, .. } => output.clone(),
+        Recorded::Compact { answer, .. } if answer == "error" => {
+            codec::failure_line(d.detail.as_deref().unwrap_or("the policy failed"))
+        }
+        Recorded::Compact { answer_hash, .. } => {
+            let Some(policy) = recorded_revision(store, &d.revision, &Limits::default()).await?
+            else {
+                bail!(
+                    "decision {id}: its revision {} is not in the store, and its answer is \
+                     what that revision answers",
+                    short(&d.revision)
+                );
+            };
+            let verdicts = decide_outside_async(&policy, std::slice::from_ref(&input));
+            let again = verdicts.first().and_then(logged_verdict).map(|(_, o)| o);
+            match again {
+                Some(line) if log_hash(&line) == *answer_hash => line,
+                _ => bail!(
+                    "decision {id}: its revision {} does not answer as recorded",
+                    short(&d.revision)
+                ),
+            }
+        }
+    };
+    if is_failure(&output) {
+        bail!(
+            "decision {id}: the policy failed on this input ({output}); a golden case pins an \
+             answer, so write the expected .out by hand"
+        );
+    }
+    Ok((input, output))
 }
 
 #[derive(Default)]
@@ -135,19 +172,19 @@ struct Tally {
     changed: usize,
 }
 
-/// Every recorded decision matching `filter`, a page at a time.
-async fn for_each_page<F>(store: &Store, mut filter: DecisionFilter, mut each: F) -> Result<()>
-where
-    F: FnMut(Vec<LoggedDecision>) -> Result<()>,
-{
-    loop {
-        let page = store.decisions(filter, PAGE).await?;
-        let Some(last) = page.last() else {
-            return Ok(());
-        };
-        filter.after_id = last.id;
-        each(page)?;
-    }
+/// A page of recorded decisions with their inputs.
+type Page = Vec<(LoggedDecision, Result<DecisionInput, Unreadable>)>;
+
+/// The next page of decisions matching `filter` (which it moves on), with
+/// their inputs; `None` after the last.
+async fn next_page(store: &Store, filter: &mut DecisionFilter) -> Result<Option<Page>> {
+    let page = store.decisions(*filter, PAGE).await?;
+    let Some(last) = page.last() else {
+        return Ok(None);
+    };
+    filter.after_id = last.id;
+    let inputs = recorded_inputs(store, &page).await?;
+    Ok(Some(page.into_iter().zip(inputs).collect()))
 }
 
 /// Re-runs each recorded revision on up to `sample` of its inputs; prints
@@ -159,17 +196,16 @@ async fn check_determinism(
     out: &mut impl std::io::Write,
 ) -> Result<usize> {
     let sample = args.sample;
-    let mut samples: HashMap<String, Vec<LoggedDecision>> = HashMap::new();
-    for_each_page(store, filter, |page| {
-        for d in page {
+    let mut samples: HashMap<String, Vec<(LoggedDecision, DecisionInput)>> = HashMap::new();
+    let mut filter = filter;
+    while let Some(page) = next_page(store, &mut filter).await? {
+        for (d, input) in page {
             let taken = samples.entry(d.decision.revision.clone()).or_default();
-            if taken.len() < sample {
-                taken.push(d);
+            if let (true, Ok(input)) = (taken.len() < sample, input) {
+                taken.push((d, input));
             }
         }
-        Ok(())
-    })
-    .await?;
+    }
     let mut revisions: Vec<_> = samples.into_iter().collect();
     revisions.sort_by(|a, b| a.0.cmp(&b.0));
     let mut unreproduced = 0;
@@ -183,12 +219,13 @@ async fn check_determinism(
             )?;
             continue;
         };
-        let (inputs, readable) = parse_inputs(&decisions);
+        let (readable, inputs): (Vec<LoggedDecision>, Vec<DecisionInput>) =
+            decisions.into_iter().unzip();
         let verdicts = decide_outside_async(&recorded, &inputs);
         let mut same = 0;
         for (d, verdict) in readable.iter().zip(&verdicts) {
             let again = logged_verdict(verdict).map(|(_, o)| o).unwrap_or_default();
-            if same_answer(&d.decision.output, &again) {
+            if agrees(&d.decision.recorded, &again) {
                 same += 1;
             } else {
                 unreproduced += 1;
@@ -197,7 +234,7 @@ async fn check_determinism(
                     "NOT REPRODUCED decision {} under its own revision {}: recorded {}, now {}",
                     d.id,
                     short(&revision),
-                    d.decision.output,
+                    recorded_text(&d.decision.recorded),
                     again
                 )?;
             }
@@ -206,7 +243,7 @@ async fn check_determinism(
             out,
             "determinism: revision {} reproduced {same} of {} sampled decisions",
             short(&revision),
-            decisions.len()
+            readable.len()
         )?;
     }
     Ok(unreproduced)
@@ -215,51 +252,89 @@ async fn check_determinism(
 /// Decides every recorded input with the candidate; prints each change.
 async fn replay_all(
     store: &Store,
-    filter: DecisionFilter,
+    mut filter: DecisionFilter,
     candidate: &PolicyRuntime,
+    limits: &Limits,
     out: &mut impl std::io::Write,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
-    for_each_page(store, filter, |page| {
-        let (inputs, readable) = parse_inputs(&page);
-        let mut read = readable.iter().map(|d| d.id).peekable();
-        for d in &page {
-            // Both in id order: a decision not next in `readable` did not read.
-            if read.next_if_eq(&d.id).is_none() {
-                tally.changed += 1;
-                writeln!(out, "decision {}: its recorded input no longer reads", d.id)?;
+    let mut recorded = Recomputed::default();
+    while let Some(page) = next_page(store, &mut filter).await? {
+        let mut readable = Vec::with_capacity(page.len());
+        let mut inputs = Vec::with_capacity(page.len());
+        for (d, input) in page {
+            match input {
+                Ok(input) => {
+                    readable.push(d);
+                    inputs.push(input);
+                }
+                Err(why) => {
+                    tally.changed += 1;
+                    writeln!(out, "decision {}: {why}", d.id)?;
+                }
             }
         }
         let verdicts = decide_outside_async(candidate, &inputs);
-        for (d, verdict) in readable.iter().zip(&verdicts) {
+        for ((d, input), verdict) in readable.iter().zip(&inputs).zip(&verdicts) {
             let (revision, answer) = logged_verdict(verdict)
                 .map(|(r, o)| (r.to_string(), o))
                 .unwrap_or_default();
-            if same_answer(&d.decision.output, &answer) {
+            if agrees(&d.decision.recorded, &answer) {
                 tally.same += 1;
             } else {
                 tally.changed += 1;
-                out.write_all(changed(d, &revision, &answer).as_bytes())?;
+                let before = recorded.answer(store, limits, d, input).await?;
+                out.write_all(changed(d, &before, &revision, &answer).as_bytes())?;
             }
         }
-        Ok(())
-    })
-    .await?;
+    }
     Ok(tally)
+}
+
+/// The recorded revisions, loaded once each, that give a compact
+/// decision's answer back for the report of a change.
+#[derive(Default)]
+struct Recomputed(HashMap<String, Option<PolicyRuntime>>);
+
+impl Recomputed {
+    /// `d`'s recorded answer line: written whole, or its revision's answer
+    /// on `input` again when that matches the recorded hash; otherwise
+    /// only its kind.
+    async fn answer(
+        &mut self,
+        store: &Store,
+        limits: &Limits,
+        d: &LoggedDecision,
+        input: &DecisionInput,
+    ) -> Result<String> {
+        let (answer, answer_hash) = match &d.decision.recorded {
+            Recorded::Whole { output, .. } => return Ok(output.clone()),
+            Recorded::Compact {
+                answer,
+                answer_hash,
+                ..
+            } => (answer, answer_hash),
+        };
+        let revision = &d.decision.revision;
+        if !self.0.contains_key(revision) {
+            let runtime = recorded_revision(store, revision, limits).await?;
+            self.0.insert(revision.clone(), runtime);
+        }
+        let Some(Some(policy)) = self.0.get(revision) else {
+            return Ok(format!(r#"{{"decision":"{answer}"}}"#));
+        };
+        let verdicts = decide_outside_async(policy, std::slice::from_ref(input));
+        Ok(match verdicts.first().and_then(logged_verdict) {
+            Some((_, line)) if log_hash(&line) == *answer_hash => line,
+            _ => format!(r#"{{"decision":"{answer}"}}"#),
+        })
+    }
 }
 
 /// Decides off the async threads: the sandbox's WASI calls block on a
 /// runtime of their own (the worker runs them on the blocking pool too).
 fn decide_outside_async(policy: &PolicyRuntime, inputs: &[DecisionInput]) -> Vec<Verdict> {
     tokio::task::block_in_place(|| decide_chunked(policy, inputs))
-}
-
-/// The inputs that still read, with the decisions they came from.
-fn parse_inputs(decisions: &[LoggedDecision]) -> (Vec<DecisionInput>, Vec<&LoggedDecision>) {
-    decisions
-        .iter()
-        .filter_map(|d| Some((codec::decision_input(&d.decision.input).ok()?, d)))
-        .unzip()
 }
 
 /// The recorded revision's runtime: from the store, or this binary's
@@ -277,142 +352,4 @@ async fn recorded_revision(
     let runtime = PolicyRuntime::unvetted(limits.clone(), &bytes)
         .with_context(|| format!("load the recorded revision {}", short(hash)))?;
     Ok(Some(runtime))
-}
-
-/// Two logged outputs agree: the same answer, or both a failure (whose
-/// wording may name timings or offsets).
-fn same_answer(recorded: &str, now: &str) -> bool {
-    match (parse(recorded), parse(now)) {
-        (Some(a), Some(b)) => a == b || (is_failure_value(&a) && is_failure_value(&b)),
-        _ => recorded == now,
-    }
-}
-
-fn parse(output: &str) -> Option<Value> {
-    serde_json::from_str(output).ok()
-}
-
-fn is_failure_value(v: &Value) -> bool {
-    v.get("error").is_some()
-}
-
-fn is_failure(output: &str) -> bool {
-    parse(output).is_some_and(|v| is_failure_value(&v))
-}
-
-/// One changed decision, readably: what flipped, and a line diff of the
-/// note or reason when the kind stayed the same.
-fn changed(d: &LoggedDecision, revision: &str, answer: &str) -> String {
-    let logged = &d.decision;
-    let mut text = String::new();
-    let host = match &logged.idempotency_key {
-        Some(key) => format!("{} under {key}", logged.action),
-        None => logged.action.clone(),
-    };
-    let _ = writeln!(
-        text,
-        "decision {} at {} (session {}, execution {}; the host {host}):",
-        d.id, d.decided_at, logged.session_id, logged.execution_id
-    );
-    let (old_kind, old_text) = summary(&logged.output);
-    let (new_kind, new_text) = summary(answer);
-    let _ = writeln!(
-        text,
-        "  {old_kind} -> {new_kind}   (recorded by {}, replayed by {})",
-        short(&logged.revision),
-        short(revision)
-    );
-    if old_text != new_text {
-        let diff = similar::TextDiff::from_lines(&old_text, &new_text);
-        for change in diff.iter_all_changes() {
-            let sign = match change.tag() {
-                similar::ChangeTag::Delete => "-",
-                similar::ChangeTag::Insert => "+",
-                similar::ChangeTag::Equal => " ",
-            };
-            let _ = write!(text, "  {sign} {}", change.value());
-            if change.missing_newline() {
-                text.push('\n');
-            }
-        }
-    }
-    text
-}
-
-/// A logged output's kind (`wait`, `continue`, `drop`, `error`) and its
-/// text (the note, the reason or the error).
-fn summary(output: &str) -> (String, String) {
-    let Some(v) = parse(output) else {
-        return ("unreadable".into(), output.to_string());
-    };
-    if let Some(e) = v.get("error").and_then(Value::as_str) {
-        return ("error".into(), e.to_string());
-    }
-    let kind = v.get("decision").and_then(Value::as_str).unwrap_or("?");
-    let text = ["note", "reason"]
-        .iter()
-        .find_map(|k| v.get(*k).and_then(Value::as_str))
-        .unwrap_or_default();
-    (kind.to_string(), text.to_string())
-}
-
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use uuid::Uuid;
-
-    #[test]
-    fn failures_agree_whatever_their_wording_and_answers_by_value() {
-        assert!(same_answer(
-            r#"{"decision":"wait"}"#,
-            r#"{ "decision": "wait" }"#
-        ));
-        assert!(same_answer(
-            &codec::failure_line("trap at 0x1"),
-            &codec::failure_line("trap at 0x2")
-        ));
-        assert!(!same_answer(
-            r#"{"decision":"wait"}"#,
-            &codec::failure_line("trap")
-        ));
-        assert!(!same_answer(
-            r#"{"decision":"continue","note":"a"}"#,
-            r#"{"decision":"continue","note":"b"}"#
-        ));
-    }
-
-    #[test]
-    fn a_change_names_the_flip_and_diffs_the_text() {
-        let d = LoggedDecision {
-            id: 7,
-            decided_at: chrono::DateTime::UNIX_EPOCH,
-            decision: crate::store::NewDecision {
-                session_id: Uuid::nil(),
-                execution_id: Uuid::nil(),
-                revision: "a".repeat(64),
-                input: String::new(),
-                output: r#"{"decision":"continue","note":"one\ntwo"}"#.into(),
-                action: "continued".into(),
-                idempotency_key: Some("c-1".into()),
-                detail: None,
-            },
-        };
-        let text = changed(
-            &d,
-            &"b".repeat(64),
-            r#"{"decision":"continue","note":"one\nthree"}"#,
-        );
-        assert!(text.contains("continued under c-1"), "{text}");
-        assert!(text.contains("continue -> continue"), "{text}");
-        assert!(
-            text.contains("  - two\n") && text.contains("  + three\n"),
-            "{text}"
-        );
-        let flip = changed(&d, "b", r#"{"decision":"drop","reason":"no"}"#);
-        assert!(flip.contains("continue -> drop"), "{flip}");
-    }
 }

@@ -1,0 +1,2 @@
+-- Reverses 036.
+DROP INDEX IF EXISTS idx_nomos_policy_decisions_by_session;
