@@ -13,8 +13,9 @@
 --   the policy saw it. What rebuilds the input (replay, capture, the
 --   console) checks it, so an input rebuilt from rows that changed or were
 --   purged since is refused, never replayed as if recorded;
--- * `answer` (wait, continue, drop or error) and `answer_hash`, the same
---   hash of the answer line. The note is what the recorded revision, a
+-- * `answer` (wait, continue, drop or error), only where `action` does not
+--   imply it (a retry's re-decision), and `answer_hash`, the same hash of
+--   the answer line. The note is what the recorded revision, a
 --   deterministic policy, answers again on the same input;
 -- * `revision_id`, a key into nomos_decision_revisions instead of the
 --   64-character hash.
@@ -22,9 +23,10 @@
 -- retention (`serve --decision-log-days`) purges them.
 --
 -- The B-trees on decided_at and (session_id, id) go: the purge walks the
--- primary key, oldest ids first (ids are taken in time order), and what
--- reads by session uses 036's hash index. Adding columns without defaults
--- and dropping indexes change the catalog only.
+-- primary key, oldest ids first (ids follow the time within seconds),
+-- `replay --since` uses 038's BRIN index, and what reads by session uses
+-- 036's B-tree on the session alone. Adding columns without defaults and
+-- dropping indexes change the catalog only.
 CREATE TABLE nomos_decision_revisions (
     id SERIAL PRIMARY KEY,
     hash TEXT NOT NULL UNIQUE CHECK (hash <> '')

@@ -1,5 +1,6 @@
 -- 037_compact_decisions (SQLite mirror): the decision log kept compactly
 -- (see the PostgreSQL 037). Times are microseconds, as everywhere here.
+-- The B-tree on the time stays (SQLite has no BRIN: see 038).
 CREATE TABLE nomos_decision_revisions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     hash TEXT NOT NULL UNIQUE CHECK (hash <> '')
@@ -22,5 +23,4 @@ ALTER TABLE nomos_policy_decisions ADD COLUMN input_hash BLOB;
 ALTER TABLE nomos_policy_decisions ADD COLUMN answer TEXT;
 ALTER TABLE nomos_policy_decisions ADD COLUMN answer_hash BLOB;
 
-DROP INDEX IF EXISTS idx_nomos_policy_decisions_time;
 DROP INDEX IF EXISTS idx_nomos_policy_decisions_session;

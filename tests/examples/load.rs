@@ -231,6 +231,31 @@ async fn print_upkeep(url: &str, wal_start: &str, continued: u64) -> Result<()> 
     Ok(())
 }
 
+/// Each SQLite table's bytes with its indexes (the `dbstat` table, which
+/// the bundled SQLite has), and its rows.
+async fn print_sqlite_sizes(file: &std::path::Path) -> Result<()> {
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", file.display())).await?;
+    let sizes: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT m.tbl_name, SUM(d.pgsize) AS bytes FROM dbstat d \
+         JOIN sqlite_master m ON m.name = d.name GROUP BY m.tbl_name ORDER BY bytes DESC",
+    )
+    .fetch_all(&pool)
+    .await?;
+    println!("table                             MB       rows   bytes/row");
+    for (table, bytes) in sizes {
+        // Names come from the file's own catalog.
+        let rows: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM \"{table}\""))
+            .fetch_one(&pool)
+            .await?;
+        println!(
+            "{table:<30} {:>6.1} {rows:>10} {:>11.0}",
+            bytes as f64 / 1e6,
+            bytes as f64 / rows.max(1) as f64
+        );
+    }
+    Ok(())
+}
+
 async fn run() -> Result<bool> {
     let args = parse()?;
     let db = database(&args).await?;
@@ -277,6 +302,9 @@ async fn run() -> Result<bool> {
         print_upkeep(&url, &start, continued).await?;
     }
     drop(replica);
+    if let Database::Sqlite { file, .. } = &db {
+        print_sqlite_sizes(file).await?;
+    }
     if let Database::OwnCluster(cluster) = &db {
         let log = cluster.log();
         // By what was waited for: "AccessExclusiveLock on object 0 of

@@ -260,11 +260,11 @@ where
     Fut: Future<Output = Result<u64, StoreError>>,
 {
     let mut done = 0;
-    for _ in 0..PURGE_ROUNDS {
+    for round in 1..=PURGE_ROUNDS {
         let started = std::time::Instant::now();
         let n = step(PURGE_BATCH).await?;
         done += n;
-        if n < PURGE_BATCH as u64 {
+        if n < PURGE_BATCH as u64 || round == PURGE_ROUNDS {
             break;
         }
         tokio::time::sleep(started.elapsed()).await;

@@ -4,9 +4,10 @@
 //! [`Store::record_decisions`](crate::store::Store::record_decisions)).
 //!
 //! Why the host writes it, not the policy: the log is what `policy replay`
-//! and `policy capture` work from, so it must hold exactly the input the
-//! sandbox was given (results already cut) and what followed from the
-//! answer, including the host's own guards, which the policy never sees.
+//! and `policy capture` work from, so it must give back exactly the input
+//! the sandbox was given (results already cut: kept compactly, see
+//! `worker::recorded`) and what followed from the answer, including the
+//! host's own guards, which the policy never sees.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

@@ -230,4 +230,30 @@ mod tests {
         let json = serde_json::to_string(&other).expect("json");
         assert_ne!(log_hash(&json), parts.hash);
     }
+
+    /// The JSON the hash is taken over, pinned: a change to the input's
+    /// written form (a field, its order, a time's format) makes every
+    /// compact row written before it "no longer kept", so it must be made
+    /// on purpose, never by accident.
+    #[test]
+    fn the_hashed_form_of_an_input_is_pinned() {
+        let json = serde_json::to_string(&input("ssh: connection refused")).expect("json");
+        assert_eq!(
+            json,
+            concat!(
+                r#"{"now":"2026-11-30T04:10:00.123456Z","execution":{"#,
+                r#""id":"3f2504e0-4f89-11d3-9a0c-0305e82c3301","status":"failed","#,
+                r#""result":"ssh: connection refused","finished_at":"2026-11-30T04:09:58Z","#,
+                r#""task":{"protocol":"a2a","id":"task-9"}},"session":{"#,
+                r#""id":"6fa459ea-ee8a-3ca4-894e-db77e160355e","window":{"#,
+                r#""opened_at":"2026-11-30T04:00:00Z","expires_at":"2026-11-30T04:30:00Z","#,
+                r#""route":"chat"},"continuations_in_window":2,"#,
+                r#""still_running":["00000000-0000-0000-0000-000000000007"]},"attempts":3}"#,
+            )
+        );
+        assert_eq!(
+            hex::encode(log_hash(&json)),
+            "6f2688215136d9bf2604517d91f853c2"
+        );
+    }
 }

@@ -26,7 +26,8 @@ fn t0() -> DateTime<Utc> {
 
 /// Decision `n`: odd ones whole, even ones compact, every fourth with
 /// each part that is usually absent (a task, a window, ids still running,
-/// attempts, a cut result, a `now` apart from the decision's time).
+/// attempts, a cut result, a `now` apart from the decision's time, an
+/// answer its action does not imply).
 fn decision(session: Uuid, n: u32) -> NewDecision {
     let full = n.is_multiple_of(4);
     let recorded = match n.is_multiple_of(2) {
@@ -58,7 +59,8 @@ fn decision(session: Uuid, n: u32) -> NewDecision {
                 result_cut: full.then_some(1024),
                 hash: vec![n as u8; 16],
             },
-            answer: "continue".into(),
+            // A retry's re-decision: logged continued, answered wait.
+            answer: if full { "wait" } else { "continue" }.into(),
             answer_hash: vec![0xab; 16],
         },
     };

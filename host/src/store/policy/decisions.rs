@@ -8,7 +8,7 @@
 //! final, so it does not change); the note is what the recorded revision,
 //! a deterministic policy, answers again. Whoever rebuilds an input from
 //! these parts checks it against `input_hash` (see
-//! `worker::rebuilt_input`). Rows written before 037 keep their texts
+//! `worker::recorded_inputs`). Rows written before 037 keep their texts
 //! whole ([`Recorded::Whole`]). The store keeps hashes and texts as given:
 //! it parses no JSON and hashes nothing.
 
@@ -248,10 +248,13 @@ impl Store {
     }
 
     /// Deletes those of the `batch` oldest decisions (by id) taken before
-    /// `before`; returns how many. Ids are taken in time order, so the
-    /// oldest are found on the primary key, with no index on the time; a
-    /// batch that comes back short has reached the decisions to keep. The
-    /// caller repeats while a batch comes back full.
+    /// `before`; returns how many. Ids follow time closely (a pass writes
+    /// its decisions a few seconds at most after taking them, and
+    /// replicas' passes interleave), so the oldest are found on the primary
+    /// key, with no B-tree on the time; a batch that comes back short has
+    /// reached the decisions to keep, or a newer one written early, which
+    /// the next pass gets past. The caller repeats while a batch comes back
+    /// full.
     pub async fn purge_decisions(&self, before: DateTime<Utc>, batch: i64) -> Result<u64> {
         query(
             "DELETE FROM nomos_policy_decisions WHERE decided_at < $1 AND id IN ( \
@@ -356,7 +359,8 @@ fn bind_whole<'a>(
 
 /// A compact row's values from `input` on: empty texts, and the parts.
 /// What is usually nothing is stored as NULL, which costs no bytes: the
-/// input's `now` when it is the decision's time, counts of 0, no list.
+/// input's `now` when it is the decision's time, counts of 0, no list, the
+/// answer its action implies.
 fn bind_compact<'a>(
     q: crate::store::dialect::Query<'a>,
     d: &'a NewDecision,
@@ -366,6 +370,7 @@ fn bind_compact<'a>(
     answer_hash: &'a [u8],
 ) -> crate::store::dialect::Query<'a> {
     let seen_now = (trunc(input.now) != now).then_some(trunc(input.now));
+    let answer = (implied_answer(&d.action) != Some(answer)).then_some(answer);
     let nonzero = |n: i32| (n != 0).then_some(n);
     let window = input.window.as_ref();
     q.bind("")
@@ -388,6 +393,20 @@ fn bind_compact<'a>(
         .bind(input.hash.as_slice())
         .bind(answer)
         .bind(answer_hash)
+}
+
+/// The answer an action implies, which a compact row does not write again:
+/// a wait was waited, a drop dropped, a failure failed, and a continue was
+/// continued, deferred or refused. Only a retry's re-decision, logged
+/// `continued` or `dropped` whatever each input's answer, writes its own.
+fn implied_answer(action: &str) -> Option<&'static str> {
+    match action {
+        "waited" => Some("wait"),
+        "continued" | "deferred" | "refused" => Some("continue"),
+        "dropped" => Some("drop"),
+        "failed" => Some("error"),
+        _ => None,
+    }
 }
 
 /// A UUID list as 16 bytes each, NULL when empty (the common case).
@@ -419,7 +438,12 @@ pub(in crate::store) fn logged(r: &Row) -> Result<LoggedDecision> {
         },
         Some(hash) => Recorded::Compact {
             input: input_parts(r, decided_at, hash)?,
-            answer: r.opt_text("answer")?.unwrap_or_default(),
+            answer: match r.opt_text("answer")? {
+                Some(answer) => answer,
+                None => implied_answer(&r.text("action")?)
+                    .unwrap_or_default()
+                    .to_string(),
+            },
             answer_hash: r.opt_bytes("answer_hash")?.unwrap_or_default(),
         },
     };

@@ -1,0 +1,2 @@
+-- Reverses 038.
+DROP INDEX IF EXISTS idx_nomos_policy_decisions_time_brin;

@@ -1,0 +1,2 @@
+-- Reverses 038: nothing was built.
+SELECT 1;
