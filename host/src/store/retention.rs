@@ -169,14 +169,32 @@ impl Store {
     /// than by time: the table has no index on the time, and ids grow
     /// with it, so a pass reads one batch however young the table is.
     pub async fn purge_late_reports(&self, before: DateTime<Utc>, batch: i64) -> Result<u64> {
-        query(
-            "DELETE FROM nomos_late_reports WHERE reported_at < $1 AND id IN ( \
-               SELECT id FROM nomos_late_reports ORDER BY id LIMIT $2)",
-        )
-        .bind(trunc(before))
-        .bind(batch)
-        .execute(self)
-        .await
+        self.purge_oldest_by_id("nomos_late_reports", "reported_at", before, batch)
+            .await
+    }
+
+    /// Deletes those of `table`'s `batch` oldest rows by id whose `time`
+    /// is before `before`; returns how many. For append-only tables whose
+    /// ids grow with their time: the primary key finds the oldest, with
+    /// no index on the time, and a batch that comes back short has reached
+    /// the rows to keep. `table` and `time` are the callers' own names,
+    /// never input.
+    pub(in crate::store) async fn purge_oldest_by_id(
+        &self,
+        table: &'static str,
+        time: &'static str,
+        before: DateTime<Utc>,
+        batch: i64,
+    ) -> Result<u64> {
+        let sql = format!(
+            "DELETE FROM {table} WHERE {time} < $1 AND id IN ( \
+               SELECT id FROM {table} ORDER BY id LIMIT $2)"
+        );
+        query(sql)
+            .bind(trunc(before))
+            .bind(batch)
+            .execute(self)
+            .await
     }
 
     /// Deletes at most `batch` rows of the console's session list first

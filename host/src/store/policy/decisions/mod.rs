@@ -261,14 +261,8 @@ impl Store {
     /// the next pass gets past. The caller repeats while a batch comes back
     /// full.
     pub async fn purge_decisions(&self, before: DateTime<Utc>, batch: i64) -> Result<u64> {
-        query(
-            "DELETE FROM nomos_policy_decisions WHERE decided_at < $1 AND id IN ( \
-               SELECT id FROM nomos_policy_decisions ORDER BY id LIMIT $2)",
-        )
-        .bind(trunc(before))
-        .bind(batch)
-        .execute(self)
-        .await
+        self.purge_oldest_by_id("nomos_policy_decisions", "decided_at", before, batch)
+            .await
     }
 
     /// A stored revision's component bytes, `None` if no revision has that
