@@ -43,7 +43,15 @@ def main():
     ax = axes[1]
     ax.plot(minutes, column(rows, "lag_p50_ms"), label="p50")
     ax.plot(minutes, column(rows, "lag_p99_ms"), label="p99")
-    ax.set_ylabel("pickup lag (ms)")
+    # Runs from before the column was written have none.
+    if rows and "answer_p99_ms" in rows[0]:
+        ax.plot(
+            minutes,
+            column(rows, "answer_p99_ms"),
+            label="answer p99",
+            linestyle="--",
+        )
+    ax.set_ylabel("pickup lag, answer (ms)")
     ax.set_yscale("log")
     ax.legend(loc="upper right")
     ax = axes[2]

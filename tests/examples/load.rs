@@ -19,7 +19,12 @@
 //! is, instead of a cluster of its own: say in BENCHMARKS.md what its
 //! settings are), `--binary PATH` (default: the test build's
 //! `nomos-continue`), `--csv PATH` (default `target/load-<store>.csv`),
-//! `--serve-arg ARG` (repeated: passed to `serve`, e.g. retention flags).
+//! `--serve-arg ARG` (repeated: passed to `serve`, e.g. retention flags),
+//! `--then MINUTES:RATE` (repeated: further phases after the first, e.g.
+//! an overload and the fall back), `--pg-setting NAME=VALUE` (repeated:
+//! for the cluster of its own, e.g. `autovacuum=off`), `--targets-file
+//! PATH` (writes `serve`'s address there as a Prometheus `file_sd` target
+//! list, for a Prometheus that evaluates `docs/alerts.yml` during the run).
 //!
 //! Prints a line per minute (offered, taken, shed, refused, continued,
 //! pickup lag p50/p99, RSS, database bytes), writes them as CSV for
@@ -47,6 +52,8 @@ struct Args {
     binary: Option<PathBuf>,
     csv: Option<PathBuf>,
     serve_args: Vec<String>,
+    pg_settings: Vec<(String, String)>,
+    targets_file: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args> {
@@ -58,6 +65,8 @@ fn parse() -> Result<Args> {
         binary: None,
         csv: None,
         serve_args: Vec::new(),
+        pg_settings: Vec::new(),
+        targets_file: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -76,6 +85,24 @@ fn parse() -> Result<Args> {
             "--binary" => args.binary = Some(value()?.into()),
             "--csv" => args.csv = Some(value()?.into()),
             "--serve-arg" => args.serve_args.push(value()?),
+            "--then" => {
+                let phase = value()?;
+                let (minutes, rate) = phase
+                    .split_once(':')
+                    .with_context(|| format!("--then {phase}: expected MINUTES:RATE"))?;
+                let minutes: f64 = minutes.parse()?;
+                config
+                    .then
+                    .push((Duration::from_secs_f64(minutes * 60.0), rate.parse()?));
+            }
+            "--pg-setting" => {
+                let setting = value()?;
+                let (name, value) = setting
+                    .split_once('=')
+                    .with_context(|| format!("--pg-setting {setting}: expected NAME=VALUE"))?;
+                args.pg_settings.push((name.to_owned(), value.to_owned()));
+            }
+            "--targets-file" => args.targets_file = Some(value()?.into()),
             other => {
                 bail!("unknown option {other} (see the doc at the top of tests/examples/load.rs)")
             }
@@ -126,11 +153,17 @@ async fn database(args: &Args) -> Result<Database> {
     // The server's defaults (the tests' clusters have small shared
     // buffers), and every lock wait over 50 ms logged: a purge must never
     // hold a report, a link or a claim that long.
-    let settings = [
-        ("shared_buffers", "'128MB'"),
-        ("log_lock_waits", "on"),
-        ("deadlock_timeout", "'50ms'"),
+    let mut settings = vec![
+        ("shared_buffers", "'128MB'".to_owned()),
+        ("log_lock_waits", "on".to_owned()),
+        ("deadlock_timeout", "'50ms'".to_owned()),
     ];
+    settings.extend(
+        args.pg_settings
+            .iter()
+            .map(|(name, value)| (name.as_str(), format!("'{value}'"))),
+    );
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let cluster = Cluster::primary("load", &settings)
         .await
         .context("no PostgreSQL binaries for a cluster of its own")?;
@@ -165,7 +198,7 @@ enum DbProbe {
 fn print(report: &LoadReport, label: &str) {
     println!("store: {label}");
     println!(
-        "{:>6} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>8}",
+        "{:>6} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10}",
         "minute",
         "offered",
         "taken",
@@ -175,12 +208,13 @@ fn print(report: &LoadReport, label: &str) {
         "p50 ms",
         "p99 ms",
         "RSS MiB",
-        "DB MB"
+        "DB MB",
+        "answer p99"
     );
     for (i, m) in report.minutes.iter().enumerate() {
-        let [a, b, c, d, e, f, g, h, k] = m.cells();
+        let [a, b, c, d, e, f, g, h, k, l] = m.cells();
         println!(
-            "{:>6} {a:>8} {b:>8} {c:>8} {d:>8} {e:>9} {f:>9} {g:>9} {h:>8} {k:>8}",
+            "{:>6} {a:>8} {b:>8} {c:>8} {d:>8} {e:>9} {f:>9} {g:>9} {h:>8} {k:>8} {l:>10}",
             i + 1
         );
     }
@@ -288,8 +322,22 @@ async fn run() -> Result<bool> {
         Box::pin(async move { (load::rss_of(pid), db_bytes(&probe).await) })
     });
     let base = format!("http://{}", replica.addr);
+    if let Some(path) = &args.targets_file {
+        let targets = serde_json::json!([{ "targets": [replica.addr.to_string()] }]);
+        std::fs::write(path, targets.to_string())
+            .with_context(|| format!("write {}", path.display()))?;
+    }
     let report = load::run(&base, agent, &args.config, sample).await?;
     print(&report, db.label());
+    // What `serve` warned of at start (its autovacuum check among them).
+    for line in replica
+        .stderr()
+        .lines()
+        .filter(|l| l.contains("WARN"))
+        .take(10)
+    {
+        println!("serve warned: {line}");
+    }
     let store = if args.sqlite { "sqlite" } else { "postgres" };
     let csv = args
         .csv

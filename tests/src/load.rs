@@ -41,8 +41,11 @@ use uuid::Uuid;
 pub struct LoadConfig {
     /// Reports offered per second.
     pub rate: f64,
-    /// How long reports are offered.
+    /// How long reports are offered at `rate`.
     pub duration: Duration,
+    /// Further phases after the first, each `(how long, reports a
+    /// second)`: an overload and the fall back to the soak's rate.
+    pub then: Vec<(Duration, f64)>,
     /// Executions per session before the next session starts.
     pub per_session: usize,
     /// Reports in flight at most; `None`: no bound.
@@ -60,11 +63,35 @@ impl LoadConfig {
         LoadConfig {
             rate,
             duration,
+            then: Vec::new(),
             per_session: 10,
             in_flight: Some(256),
             queue: 50_000,
             drain: Duration::from_secs(60),
         }
+    }
+
+    /// Every phase, the first included, as `(how long, reports a second)`.
+    fn phases(&self) -> impl Iterator<Item = (Duration, f64)> + '_ {
+        std::iter::once((self.duration, self.rate)).chain(self.then.iter().copied())
+    }
+
+    /// How long reports are offered, over every phase.
+    pub fn offered_for(&self) -> Duration {
+        self.phases().map(|(d, _)| d).sum()
+    }
+
+    /// When each report comes due, from the start: open loop, phase after
+    /// phase.
+    fn due_times(&self) -> Vec<Duration> {
+        let mut due = Vec::new();
+        let mut start = Duration::ZERO;
+        for (duration, rate) in self.phases() {
+            let n = (rate * duration.as_secs_f64()) as usize;
+            due.extend((0..n).map(|i| start + Duration::from_secs_f64(i as f64 / rate)));
+            start += duration;
+        }
+        due
     }
 }
 
@@ -81,6 +108,9 @@ pub struct Minute {
     pub refused: u64,
     /// Executions continued (first time).
     pub continued: u64,
+    /// How long `serve` took to answer a request (a refusal included),
+    /// p99, ms: what a runtime waits on each call.
+    pub answer_p99_ms: Option<f64>,
     /// Pickup lag, report sent → continuation received: p50 and p99, ms.
     pub lag_ms: Option<(f64, f64)>,
     /// `serve`'s largest resident set in the minute, MiB.
@@ -92,7 +122,7 @@ pub struct Minute {
 impl Minute {
     /// The minute's figures as text, in the CSV's column order after
     /// `minute` (an unknown figure empty).
-    pub fn cells(&self) -> [String; 9] {
+    pub fn cells(&self) -> [String; 10] {
         let opt = |v: Option<String>| v.unwrap_or_default();
         [
             self.offered.to_string(),
@@ -104,6 +134,7 @@ impl Minute {
             opt(self.lag_ms.map(|l| format!("{:.1}", l.1))),
             opt(self.rss_mib.map(|r| format!("{r:.1}"))),
             opt(self.db_bytes.map(|b| format!("{:.1}", b as f64 / 1e6))),
+            opt(self.answer_p99_ms.map(|a| format!("{a:.1}"))),
         ]
     }
 }
@@ -132,7 +163,7 @@ impl LoadReport {
     /// The minutes as CSV, a header line first.
     pub fn csv(&self) -> String {
         let mut out = String::from(
-            "minute,offered,taken,shed,refused,continued,lag_p50_ms,lag_p99_ms,rss_mib,db_mb\n",
+            "minute,offered,taken,shed,refused,continued,lag_p50_ms,lag_p99_ms,rss_mib,db_mb,answer_p99_ms\n",
         );
         for (i, m) in self.minutes.iter().enumerate() {
             let _ = writeln!(out, "{},{}", i + 1, m.cells().join(","));
@@ -200,6 +231,8 @@ struct Tally {
     taken: Vec<AtomicU64>,
     shed: Vec<AtomicU64>,
     refused: Vec<AtomicU64>,
+    /// Each request's answer time, ms, by the minute it was answered.
+    answers: Vec<Mutex<Vec<f64>>>,
 }
 
 impl Tally {
@@ -211,7 +244,16 @@ impl Tally {
             taken: row(),
             shed: row(),
             refused: row(),
+            answers: (0..minutes).map(|_| Mutex::new(Vec::new())).collect(),
         }
+    }
+
+    fn answered(&self, sent: Instant) {
+        let now = Instant::now();
+        self.answers[self.minute(now)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(now.saturating_duration_since(sent).as_secs_f64() * 1e3);
     }
 
     fn minute(&self, at: Instant) -> usize {
@@ -241,6 +283,7 @@ impl Runtime {
     /// (`503`, `429`); an error for any other failure.
     async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> Result<()> {
         for _ in 0..1_000 {
+            let sent = Instant::now();
             let answer = self
                 .client
                 .request(method.clone(), format!("{}{path}", self.base))
@@ -248,6 +291,7 @@ impl Runtime {
                 .send()
                 .await
                 .with_context(|| format!("{method} {path}"))?;
+            self.tally.answered(sent);
             let status = answer.status();
             if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS
             {
@@ -328,7 +372,7 @@ pub async fn run(
     sample: Sample,
 ) -> Result<LoadReport> {
     let started = Instant::now();
-    let minutes = (config.duration + config.drain)
+    let minutes = (config.offered_for() + config.drain)
         .as_secs()
         .div_ceil(60)
         .max(1) as usize
@@ -361,12 +405,13 @@ pub async fn run(
     let slots = config.in_flight.map(|n| Arc::new(Semaphore::new(n)));
     let waiting = Arc::new(AtomicU64::new(0));
     let mut requests = tokio::task::JoinSet::new();
-    let total = (config.rate * config.duration.as_secs_f64()) as usize;
+    let due_times = config.due_times();
+    let total = due_times.len();
     let session_id: Vec<Uuid> = (0..total.div_ceil(config.per_session.max(1)))
         .map(|_| Uuid::new_v4())
         .collect();
-    for i in 0..total {
-        let due = started + Duration::from_secs_f64(i as f64 / config.rate);
+    for (i, after) in due_times.into_iter().enumerate() {
+        let due = started + after;
         tokio::time::sleep_until(due.into()).await;
         runtime.tally.count(&runtime.tally.offered, due);
         if waiting.load(Ordering::Relaxed) >= config.queue as u64 {
@@ -463,6 +508,12 @@ fn judge(
             refused: load(&tally.refused, m),
             continued: lag.len() as u64,
             lag_ms: percentiles(lag),
+            answer_p99_ms: percentiles(
+                &mut tally.answers[m]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            )
+            .map(|p| p.1),
             rss_mib: inside
                 .iter()
                 .filter_map(|s| s.1)
@@ -500,12 +551,27 @@ pub fn rss_of(pid: u32) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::percentiles;
+    use std::time::Duration;
+
+    use super::{percentiles, LoadConfig};
 
     #[test]
     fn percentiles_of_a_hundred() {
         let mut v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
         assert_eq!(percentiles(&mut v), Some((51.0, 99.0)));
         assert_eq!(percentiles(&mut []), None);
+    }
+
+    #[test]
+    fn phases_come_due_one_after_another() {
+        let mut config = LoadConfig::new(2.0, Duration::from_secs(2));
+        config.then.push((Duration::from_secs(1), 4.0));
+        let due: Vec<f64> = config
+            .due_times()
+            .iter()
+            .map(Duration::as_secs_f64)
+            .collect();
+        assert_eq!(due, [0.0, 0.5, 1.0, 1.5, 2.0, 2.25, 2.5, 2.75]);
+        assert_eq!(config.offered_for(), Duration::from_secs(3));
     }
 }
