@@ -29,6 +29,16 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
     let statements = args.breakdown.then(Recorder::install);
     let mut steps = Vec::new();
     let (store, _dir) = open_store(args, "nomos_bench_worker").await?;
+    if args.settled > 0 {
+        let started = Instant::now();
+        bench::fill_session_history(&store, args.settled as i64, Utc::now()).await?;
+        bench::fill_decision_history(&store, args.settled as i64, Utc::now()).await?;
+        println!(
+            "{} settled sessions and as many decisions filled in {:.0} s",
+            args.settled,
+            started.elapsed().as_secs_f64()
+        );
+    }
     if args.running > 0 {
         let stuck: Vec<Uuid> = (0..args.running.div_ceil(RUNNING_PER_SESSION))
             .map(|_| Uuid::new_v4())
@@ -121,11 +131,14 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
     } else {
         "wake-up".into()
     };
-    let stuck = if args.running > 0 {
+    let mut stuck = if args.running > 0 {
         format!(", {} stuck running", args.running)
     } else {
         String::new()
     };
+    if args.settled > 0 {
+        stuck.push_str(&format!(", {} settled", args.settled));
+    }
     println!(
         "latency {} {wake}, {} sessions{stuck}, {} samples: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         backend(args),

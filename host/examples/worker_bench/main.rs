@@ -11,6 +11,9 @@
 //! # the same with 10,000 executions stuck in `running` besides the sessions
 //! $B latency --sessions 1000 --running 10000
 //! $B latency --sessions 1000 --running 10000 --sqlite   # in-process wake-up
+//! # the same beside 10 million settled sessions, each with its link,
+//! # execution, delivery, window and logged decision
+//! $B latency --sessions 1000 --settled 10000000
 //! # the same with the poll alone (no listener, no in-process signal)
 //! $B latency --sessions 100 --poll-only --poll-ms 100
 //! # continuations per second, no-op agent
@@ -30,7 +33,8 @@
 //!
 //! Options: `--sessions N` (default 100), `--samples N` latency samples
 //! (default 200), `--running N` executions stuck in `running` for the
-//! latency (default 0), `--breakdown` (the latency's statements, timed by
+//! latency (default 0), `--settled N` sessions of settled history beside
+//! the latency's (default 0), `--breakdown` (the latency's statements, timed by
 //! sqlx's statement log, and the time between them), `--poll-ms N` the worker's poll (default 2000, as in
 //! production; the wake-up makes it rarely matter), `--poll-only`,
 //! `--executions N` and `--result-bytes N` for memory (defaults 10000 and
@@ -68,6 +72,7 @@ pub struct Args {
     sessions: usize,
     samples: usize,
     running: usize,
+    settled: usize,
     poll_ms: u64,
     poll_only: bool,
     breakdown: bool,
@@ -93,6 +98,7 @@ fn parse_args() -> Result<Args, String> {
         sessions: 100,
         samples: 200,
         running: 0,
+        settled: 0,
         poll_ms: 2000,
         poll_only: false,
         breakdown: false,
@@ -124,6 +130,7 @@ fn parse_args() -> Result<Args, String> {
                     "--sessions" => args.sessions = count()?,
                     "--samples" => args.samples = count()?,
                     "--running" => args.running = num()? as usize,
+                    "--settled" => args.settled = num()? as usize,
                     "--poll-ms" => args.poll_ms = num()?.max(1),
                     "--executions" => args.executions = count()?,
                     "--result-bytes" => args.result_bytes = num()? as usize,

@@ -131,42 +131,106 @@ pub async fn fill_link_history(
 /// delivered continuation, and the link's finished execution.
 ///
 /// Ids are sequential or hashed from the row number, so a million sessions
-/// load in about a minute; everything is at least an hour old.
+/// load in about a minute; everything is at least an hour old. Both
+/// backends (SQLite: each time in microseconds, each id a UUID's text).
 pub async fn fill_session_history(store: &Store, sessions: i64, now: DateTime<Utc>) -> Result<()> {
-    pg(store)?;
     // Row g: session, execution, delivery and the time it all began.
-    const HISTORY: &str = "WITH h AS ( \
+    let history = store.backend().pick(
+        "WITH h AS ( \
            SELECT g, md5('s' || g)::uuid AS session_id, \
                   lpad(to_hex(g), 32, '0')::uuid AS execution_id, \
                   md5('d' || g)::uuid AS delivery_id, \
                   $2 - make_interval(secs => $1 - g) AS at \
-           FROM generate_series(1, $1) AS g) ";
+           FROM generate_series(1, $1) AS g) ",
+        "WITH RECURSIVE n(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM n WHERE g < $1), \
+         h AS ( \
+           SELECT g, printf('00000000-0000-4000-8000-%012x', g) AS session_id, \
+                  printf('00000001-0000-4000-8000-%012x', g) AS execution_id, \
+                  printf('00000002-0000-4000-8000-%012x', g) AS delivery_id, \
+                  $2 - ($1 - g) * 1000000 AS at \
+           FROM n) ",
+    );
+    // `+ S` and `+ M` are a second and half an hour in each backend's time.
     let inserts = [
         "INSERT INTO nomos_assent_windows \
            (session_id, opened_at, expires_at, route, continuations, closed_at, updated_at) \
-         SELECT session_id, at, at + interval '30 minutes', 'button', 1, NULL, \
-                at + interval '1 second' FROM h",
+         SELECT session_id, at, at + M, 'button', 1, NULL, at + S FROM h",
         "INSERT INTO executions (id, status, result, updated_at, finished_at) \
          SELECT execution_id, 'completed', 'ok', at, at FROM h",
         "INSERT INTO nomos_deliveries \
            (id, session_id, kind, idempotency_key, execution_ids, note, policy_revision, \
             state, attempts, claims, next_attempt_at, created_at, delivered_at, updated_at) \
          SELECT delivery_id, session_id, 'continuation', 'history-' || g, \
-                ARRAY[execution_id], 'execution finished: ok', 'history', 'delivered', 1, 1, \
-                at, at, at + interval '1 second', at + interval '1 second' FROM h",
+                IDS, 'execution finished: ok', 'history', 'delivered', 1, 1, \
+                at, at, at + S, at + S FROM h",
         "INSERT INTO nomos_plan_executions \
            (execution_id, session_id, created_at, continued_at, delivery_id, outcome) \
-         SELECT execution_id, session_id, at, at + interval '1 second', delivery_id, \
-                'continued' FROM h",
+         SELECT execution_id, session_id, at, at + S, delivery_id, 'continued' FROM h",
     ];
+    let (second, half_hour, ids) = match store.backend() {
+        Backend::Postgres => (
+            "interval '1 second'",
+            "interval '30 minutes'",
+            "ARRAY[execution_id]",
+        ),
+        Backend::Sqlite => ("1000000", "1800000000", "json_array(execution_id)"),
+    };
     let start = trunc(now) - chrono::Duration::hours(1);
     for insert in inserts {
-        query(format!("{HISTORY}{insert}"))
+        let insert = insert
+            .replace("+ S", &format!("+ {second}"))
+            .replace("+ M", &format!("+ {half_hour}"))
+            .replace("IDS", ids);
+        query(format!("{history}{insert}"))
             .bind(sessions)
             .bind(start)
             .execute(store)
             .await?;
     }
+    Ok(())
+}
+
+/// Fills the decision log with one compact decision per session of
+/// [`fill_session_history`] (`sessions` of them, the same session and
+/// execution ids and times): the worker's `continued` for each, as a
+/// compact row (the input's parts, a 16-byte hash, the revision by
+/// number), so the log is as big as the history it decided. Both backends.
+pub async fn fill_decision_history(store: &Store, sessions: i64, now: DateTime<Utc>) -> Result<()> {
+    query(
+        "INSERT INTO nomos_decision_revisions (hash) VALUES ('history') \
+         ON CONFLICT (hash) DO NOTHING",
+    )
+    .execute(store)
+    .await?;
+    let rows = store.backend().pick(
+        "SELECT g, md5('s' || g)::uuid AS session_id, \
+                lpad(to_hex(g), 32, '0')::uuid AS execution_id, \
+                $2 - make_interval(secs => $1 - g) AS at, \
+                $2 - make_interval(secs => $1 - g) + interval '30 minutes' AS at_end, \
+                substring(sha256(('i' || g)::bytea) FROM 1 FOR 16) AS hash \
+         FROM generate_series(1, $1) AS g",
+        "WITH RECURSIVE n(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM n WHERE g < $1) \
+         SELECT g, printf('00000000-0000-4000-8000-%012x', g) AS session_id, \
+                printf('00000001-0000-4000-8000-%012x', g) AS execution_id, \
+                $2 - ($1 - g) * 1000000 AS at, \
+                $2 - ($1 - g) * 1000000 + 1800000000 AS at_end, randomblob(16) AS hash \
+         FROM n",
+    );
+    query(format!(
+        "INSERT INTO nomos_policy_decisions \
+           (decided_at, session_id, execution_id, revision, revision_id, input, output, \
+            action, idempotency_key, status, finished_at, window_opened_at, \
+            window_expires_at, window_route, input_hash, answer_hash) \
+         SELECT at, session_id, execution_id, '', \
+                (SELECT id FROM nomos_decision_revisions WHERE hash = 'history'), '', '', \
+                'continued', 'history-' || g, 'completed', at, at, at_end, 'button', \
+                hash, hash \
+         FROM ({rows}) h"
+    ))
+    .bind(sessions)
+    .bind(trunc(now) - chrono::Duration::hours(1))
+    .execute(store)
+    .await?;
     Ok(())
 }
 
