@@ -58,6 +58,10 @@ pub enum ApiError {
     /// client's fault, and worth retrying.
     #[error("policy unavailable: {0}")]
     PolicyUnavailable(String),
+    /// More requests are being handled than the server takes at once
+    /// (`admission.rs`): refused on arrival; worth retrying.
+    #[error("too many requests at once")]
+    Overloaded,
     /// The database failed in a way that passes (a lost connection, a
     /// full pool, a serialization failure); worth retrying. The text is
     /// logged, not sent.
@@ -141,6 +145,11 @@ impl ApiError {
                 "policy-unavailable",
                 "Policy unavailable",
             ),
+            ApiError::Overloaded => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                "Too many requests at once",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "storage-unavailable",
@@ -162,6 +171,10 @@ impl ApiError {
         let detail = match self {
             ApiError::Unavailable(_) => format!(
                 "the database is unavailable for the moment; retry after {RETRY_AFTER_SECS} s"
+            ),
+            ApiError::Overloaded => format!(
+                "the server is handling as many requests as it takes at once; retry after \
+                 {RETRY_AFTER_SECS} s"
             ),
             ApiError::Internal(_) => "the server failed; its log names this request_id".to_owned(),
             ApiError::PolicyRejected(reasons) => format!("policy rejected: {}", reasons.join("; ")),

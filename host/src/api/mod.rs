@@ -28,6 +28,8 @@
 //! | `GET /readyz` | readiness: database migrated, policy answering | none |
 //! | `GET /openapi.json` | this API's OpenAPI document | none |
 //!
+//! Every route that reaches the database is handled at most 64 at a time
+//! (`admission.rs`); past that a request is refused on arrival with a 503.
 //! `auth.rs` says which token opens which scope; `limits.rs` holds each
 //! route's body cap and the text caps (a 413 names the limit). Requests
 //! and answers are the types of `wire/`, the document is generated from
@@ -36,6 +38,7 @@
 
 mod a2a;
 mod a2a_poll;
+mod admission;
 mod auth;
 mod deliveries;
 mod error;
@@ -58,6 +61,8 @@ use axum::middleware;
 use axum::routing::{delete, get, post, put};
 use axum::Router;
 use tokio::sync::Notify;
+
+use self::admission::Admission;
 
 pub use a2a_poll::TaskPoller;
 pub(crate) use auth::scoped;
@@ -114,6 +119,8 @@ pub struct AppState {
 /// The API's router.
 pub fn router(state: AppState) -> Router {
     let caps = state.caps;
+    let admission = Admission::new(admission::MAX_IN_FLIGHT);
+    let admit = || middleware::from_fn_with_state(admission.clone(), admission::admit);
     let runtime = Router::new()
         .route(
             "/v1/sessions/{session_id}/tool-results",
@@ -156,6 +163,13 @@ pub fn router(state: AppState) -> Router {
             post(deliveries::retry),
         )
         .route("/v1/policy", get(policy::policy_info))
+        .route_layer(admit())
+        .route_layer(middleware::from_fn_with_state(
+            (state.clone(), Scope::Runtime),
+            auth::scoped,
+        ));
+    // Outside admission: a scrape must answer while the server is busiest.
+    let scrape = Router::new()
         .route("/metrics", get(service::metrics))
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), Scope::Runtime),
@@ -173,6 +187,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/deliveries/{delivery_id}/drop",
             post(deliveries::drop_delivery),
         )
+        .route_layer(admit())
         .route_layer(middleware::from_fn_with_state(
             (state.clone(), Scope::Admin),
             auth::scoped,
@@ -184,9 +199,12 @@ pub fn router(state: AppState) -> Router {
         // The push token, not an API token, opens it (see `a2a.rs`).
         .route(
             "/v1/a2a/push/{execution_id}",
-            post(a2a::receive_push).layer(caps.execution.layer()),
+            post(a2a::receive_push)
+                .layer(caps.execution.layer())
+                .route_layer(admit()),
         )
         .merge(runtime)
+        .merge(scrape)
         .merge(admin)
         .fallback(service::not_found)
         .method_not_allowed_fallback(service::method_not_allowed)
