@@ -119,8 +119,8 @@ pub struct AppState {
 /// The API's router.
 pub fn router(state: AppState) -> Router {
     let caps = state.caps;
-    let admission = Admission::new(admission::MAX_IN_FLIGHT);
-    let admit = || middleware::from_fn_with_state(admission.clone(), admission::admit);
+    let gate = Admission::new(admission::MAX_IN_FLIGHT);
+    let admit = || middleware::from_fn_with_state(gate.clone(), admission::admit);
     let runtime = Router::new()
         .route(
             "/v1/sessions/{session_id}/tool-results",
