@@ -13,7 +13,8 @@ use super::{DbArgs, PolicyLimitArgs};
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::agent::{NotifyFormat, OperatorConfig, WebhookSecret};
 use crate::server::{
-    self, Insecure, ServeConfig, TlsFiles, DEFAULT_OPENAI_MODEL, MIN_LINK_RETENTION,
+    self, Insecure, ServeConfig, TlsFiles, DEFAULT_MAX_CONNECTIONS, DEFAULT_OPENAI_MODEL,
+    MIN_LINK_RETENTION,
 };
 
 /// The default API address: loopback only.
@@ -136,6 +137,12 @@ pub struct ServeArgs {
     #[arg(long, env = "NOMOS_CONTINUE_TASK_POLL_AFTER", default_value = "60s",
         value_parser = humantime::parse_duration)]
     task_poll_after: Duration,
+    /// HTTP connections held open at once; past it a new connection is
+    /// answered 503 with `Retry-After` and closed, so a runtime that opens
+    /// connections without bound cannot exhaust the server's memory.
+    #[arg(long, env = "NOMOS_CONTINUE_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_connections: usize,
     /// A policy component to run instead of the built-in one; the file is
     /// watched and a valid new version is swapped in without a restart.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY")]
@@ -264,6 +271,7 @@ impl ServeArgs {
             notify,
             stuck_after: self.stuck_after,
             task_poll_after: self.task_poll_after,
+            max_connections: self.max_connections,
             agent_openai: self.agent_openai,
             openai_model: self.openai_model,
             openai_key: self.openai_key,

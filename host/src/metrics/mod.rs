@@ -129,6 +129,8 @@ pub struct Metrics {
     agent_calls: HistogramFamily<Labels2>,
     fence_wait: Histogram,
     fence_held: Counter,
+    connections_open: Gauge,
+    connections_refused: Counter,
 }
 
 impl Default for Metrics {
@@ -156,6 +158,8 @@ impl Metrics {
             agent_calls: Family::new_with_constructor(|| Histogram::new(AGENT_BUCKETS)),
             fence_wait: Histogram::new(FENCE_BUCKETS),
             fence_held: Counter::default(),
+            connections_open: Gauge::default(),
+            connections_refused: Counter::default(),
         };
         for outcome in DECISION_OUTCOMES {
             metrics
@@ -261,6 +265,16 @@ impl Metrics {
             "Deliver steps whose calls were held back: the standbys did not confirm in time",
             self.fence_held.clone(),
         );
+        r.register(
+            "http_connections_open",
+            "HTTP connections held open (at most --max-connections)",
+            self.connections_open.clone(),
+        );
+        r.register(
+            "http_connections_refused",
+            "HTTP connections answered 503 and closed at accept: the open ones were at the cap",
+            self.connections_refused.clone(),
+        );
         self
     }
 
@@ -360,6 +374,21 @@ impl Metrics {
         if !confirmed {
             self.fence_held.inc();
         }
+    }
+
+    /// One more HTTP connection held open.
+    pub fn connection_opened(&self) {
+        self.connections_open.inc();
+    }
+
+    /// One HTTP connection closed.
+    pub fn connection_closed(&self) {
+        self.connections_open.dec();
+    }
+
+    /// One HTTP connection refused at the cap.
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
     }
 
     #[cfg(feature = "test-support")]

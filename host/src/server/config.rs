@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::connections::DEFAULT_MAX_CONNECTIONS;
 use super::exposure::Insecure;
 use super::tls::TlsFiles;
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
@@ -156,6 +157,9 @@ pub struct ServeConfig {
     /// The base URL remote agents reach this server at (`--public-url`),
     /// for minted A2A push URLs; `None` is `http://<listen address>`.
     pub public_url: Option<String>,
+    /// HTTP connections held open at once (`--max-connections`); past it a
+    /// new connection is answered 503 and closed (see `connections`).
+    pub max_connections: usize,
 }
 
 impl Default for ServeConfig {
@@ -193,6 +197,7 @@ impl Default for ServeConfig {
             wake_listener: true,
             otlp_endpoint: None,
             public_url: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }

@@ -13,8 +13,10 @@
 //! - `exposure`: which addresses may be served without a token or TLS.
 //! - `timed`: the agent with every call timed into the metrics.
 //! - `tls`: TLS termination (rustls).
+//! - `connections`: the cap on open connections, refused at accept past it.
 
 mod config;
+mod connections;
 mod exposure;
 mod parts;
 mod registration;
@@ -44,6 +46,7 @@ use crate::store::{Database, Store};
 use crate::telemetry::Telemetry;
 use crate::worker::{spawn_pg_listener, Notifier, Worker};
 
+pub use connections::DEFAULT_MAX_CONNECTIONS;
 #[cfg(feature = "test-support")]
 pub use exposure::ExposureError;
 pub use exposure::Insecure;
@@ -414,13 +417,21 @@ impl Server {
         // to either counted by its route.
         let app = api::router(state.clone())
             .merge(console::router(state))
-            .layer(middleware::from_fn_with_state(metrics, api::measure));
+            .layer(middleware::from_fn_with_state(
+                metrics.clone(),
+                api::measure,
+            ));
+        let cap = config.max_connections;
         let api = match tls {
             Some(tls) => {
                 let listener = TlsListener::new(listener, tls).context("serve TLS")?;
+                let listener = connections::CappedListener::new(listener, cap, metrics).await?;
                 tokio::spawn(serve_http(listener, app, shutdown.clone()))
             }
-            None => tokio::spawn(serve_http(listener, app, shutdown.clone())),
+            None => {
+                let listener = connections::CappedListener::new(listener, cap, metrics).await?;
+                tokio::spawn(serve_http(listener, app, shutdown.clone()))
+            }
         };
         Ok(Running {
             addr,
