@@ -415,12 +415,10 @@ impl Server {
         }
         // The console beside the API, under the same tokens; every request
         // to either counted by its route.
+        let measured = middleware::from_fn_with_state(metrics.clone(), api::measure);
         let app = api::router(state.clone())
             .merge(console::router(state))
-            .layer(middleware::from_fn_with_state(
-                metrics.clone(),
-                api::measure,
-            ));
+            .layer(measured);
         let cap = config.max_connections;
         let api = match tls {
             Some(tls) => {
