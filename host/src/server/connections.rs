@@ -196,6 +196,9 @@ mod tests {
     use super::CappedListener;
     use crate::metrics::Metrics;
 
+    /// A request that leaves its connection open.
+    const KEEP_ALIVE_GET: &[u8] = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n";
+
     /// Reads one HTTP/1.1 answer's head and body from `stream` to its end.
     async fn answer(stream: &mut TcpStream) -> String {
         let mut text = String::new();
@@ -223,20 +226,14 @@ mod tests {
 
         // The first connection is admitted and held open (keep-alive).
         let mut first = TcpStream::connect(addr).await.expect("connect");
-        first
-            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .expect("send");
+        first.write_all(KEEP_ALIVE_GET).await.expect("send");
         let mut head = [0u8; 12];
         first.read_exact(&mut head).await.expect("first answer");
         assert_eq!(&head, b"HTTP/1.1 200");
 
         // The second is over the cap: refused whole, then closed.
         let mut second = TcpStream::connect(addr).await.expect("connect");
-        second
-            .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .expect("send");
+        second.write_all(KEEP_ALIVE_GET).await.expect("send");
         let refused = answer(&mut second).await;
         assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
         assert!(
