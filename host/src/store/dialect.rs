@@ -230,6 +230,8 @@ impl<'a> From<&'a Vec<Uuid>> for Arg<'a> {
 pub(crate) struct Query<'a> {
     text: Cow<'a, str>,
     args: Vec<Arg<'a>>,
+    /// Kept in the connection's statement cache (see [`Query::uncached`]).
+    cached: bool,
 }
 
 /// A statement with `$n` placeholders (see the module docs).
@@ -237,6 +239,7 @@ pub(crate) fn query<'a>(text: impl Into<Cow<'a, str>>) -> Query<'a> {
     Query {
         text: text.into(),
         args: Vec::new(),
+        cached: true,
     }
 }
 
@@ -291,8 +294,19 @@ impl<'a> Query<'a> {
         self
     }
 
+    /// Not kept prepared once run: for a statement whose text varies with
+    /// its batch (a multi-row `VALUES` list). Cached, each batch size is a
+    /// statement of its own held by every connection until evicted, and a
+    /// compiled `INSERT` of hundreds of rows is hundreds of kilobytes: on
+    /// SQLite that was most of `serve`'s heap under load (issue 47), on
+    /// PostgreSQL it sits in every server backend.
+    pub(crate) fn uncached(mut self) -> Self {
+        self.cached = false;
+        self
+    }
+
     fn pg(&self) -> sqlx::query::Query<'_, Postgres, PgArguments> {
-        let mut q = sqlx::query(&self.text);
+        let mut q = sqlx::query(&self.text).persistent(self.cached);
         for arg in &self.args {
             q = match *arg {
                 Arg::Uuid(v) => q.bind(v),
@@ -314,7 +328,7 @@ impl<'a> Query<'a> {
     }
 
     fn lite(&self) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
-        let mut q = sqlx::query(&self.text);
+        let mut q = sqlx::query(&self.text).persistent(self.cached);
         for arg in &self.args {
             q = match *arg {
                 Arg::Uuid(v) => q.bind(v.to_string()),

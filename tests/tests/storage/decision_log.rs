@@ -18,6 +18,7 @@ nomos_continue_tests::on_both_stores!(
     the_purge_deletes_by_age_in_batches,
     the_retention_task_purges_past_it,
     a_pass_of_many_decisions_is_recorded_whole,
+    passes_of_every_size_leave_no_statement_prepared,
 );
 
 fn t0() -> DateTime<Utc> {
@@ -201,4 +202,54 @@ async fn a_pass_of_many_decisions_is_recorded_whole(store: Store) {
         .expect("read");
     let read: Vec<NewDecision> = read.into_iter().map(|d| d.decision).collect();
     assert_eq!(read, many);
+}
+
+/// Statements the connections of `store`'s pool keep prepared, summed over
+/// every connection the pool may open (each is held while counting, so each
+/// is counted once).
+async fn prepared_statements(store: &Store) -> usize {
+    use sqlx::Connection as _;
+    let mut counted = 0;
+    if let Some(pool) = store.sqlite_pool() {
+        let mut held = Vec::new();
+        for _ in 0..pool.options().get_max_connections() {
+            let conn = pool.acquire().await.expect("an SQLite connection");
+            counted += conn.cached_statements_size();
+            held.push(conn);
+        }
+    }
+    if let Some(pool) = store.pg_pool() {
+        let mut held = Vec::new();
+        for _ in 0..pool.options().get_max_connections() {
+            let conn = pool.acquire().await.expect("a PostgreSQL connection");
+            counted += conn.cached_statements_size();
+            held.push(conn);
+        }
+    }
+    counted
+}
+
+/// A pass's decisions are one multi-row `INSERT` whose text depends on how
+/// many there are. Kept prepared, every pass size was a statement of its
+/// own on every connection: a compiled `INSERT` of hundreds of rows is
+/// hundreds of kilobytes, and under load SQLite's copies of them were most
+/// of `serve`'s heap (issue 47). Passes of 60 sizes leave at most the one
+/// fixed statement (the revisions' dictionary) prepared per connection.
+async fn passes_of_every_size_leave_no_statement_prepared(store: Store) {
+    let s = Uuid::new_v4();
+    let before = prepared_statements(&store).await;
+    for size in 1..=60 {
+        let pass: Vec<NewDecision> = (0..size).map(|n| decision(s, n)).collect();
+        store.record_decisions(&pass, t0()).await.expect("record");
+    }
+    let grown = prepared_statements(&store).await - before;
+    let connections = (store
+        .sqlite_pool()
+        .map(|p| p.options().get_max_connections()))
+    .or(store.pg_pool().map(|p| p.options().get_max_connections()))
+    .unwrap_or(0) as usize;
+    assert!(
+        grown <= connections,
+        "{grown} statements stayed prepared after passes of 60 sizes on {connections} connections"
+    );
 }

@@ -100,7 +100,7 @@ impl Store {
                  ON CONFLICT (revision, status) DO NOTHING",
                 rows.join(", ")
             );
-            let mut insert = query(sql).bind(revision).bind(now);
+            let mut insert = query(sql).uncached().bind(revision).bind(now);
             for class in chunk {
                 insert = insert
                     .bind(class.status.as_str())

@@ -33,7 +33,7 @@ pub(super) fn insert_rows(chunk: &[NewDecision], now: DateTime<Utc>) -> Query<'_
         WRITTEN.join(", "),
         rows.join(", ")
     );
-    let mut q = query(sql).bind(now);
+    let mut q = query(sql).uncached().bind(now);
     for d in chunk {
         q = q
             .bind(d.session_id)
