@@ -11,9 +11,9 @@ use super::claim::{claim_set, in_id_order, settled_notice_key, split};
 use crate::store::decode::{self, RowExt};
 use crate::store::deliveries::delivery_cols;
 use crate::store::deliveries::notice::{insert_notice, settle_links};
-use crate::store::dialect::{query, trunc};
+use crate::store::dialect::{query, trunc, Row};
 use crate::store::types::{AttemptOutcome, Claim, Delivery, DeliveryKind, DeliveryState};
-use crate::store::{Result, Store};
+use crate::store::{Backend, Result, Store};
 
 /// What a failed call leaves behind, for [`Store::fail_delivery_attempt`].
 #[derive(Clone, Copy, Debug)]
@@ -36,10 +36,16 @@ pub struct FailedCall<'a> {
 
 impl Store {
     /// Records calls the agent accepted: each delivery becomes `delivered`
-    /// and a continuation's links are settled `continued`, in one
-    /// transaction. Only rows still held under the given claim change; the
-    /// answer lists those. An expired but not taken-over lease still counts
-    /// as held: the call did succeed.
+    /// and a continuation's links are settled `continued`, atomically. Only
+    /// rows still held under the given claim change; the answer lists
+    /// those. An expired but not taken-over lease still counts as held: the
+    /// call did succeed.
+    ///
+    /// On PostgreSQL one statement (the links' update a data-modifying CTE
+    /// over the deliveries'), so a group of calls costs one round trip and
+    /// one commit; the locks are still taken deliveries first, then links
+    /// (the lock order in `store::deliveries`). SQLite, with no such CTEs,
+    /// runs the two in one transaction.
     pub async fn complete_deliveries(
         &self,
         claims: &[Claim],
@@ -50,9 +56,8 @@ impl Store {
         }
         let now = trunc(now);
         let (ids, tokens) = split(claims);
-        let mut tx = self.begin().await?;
-        let backend = tx.backend();
-        let sql = format!(
+        let backend = self.backend();
+        let deliver = format!(
             "UPDATE nomos_deliveries AS d \
              SET state = 'delivered', delivered_at = $3, updated_at = $3, \
                  lease_owner = NULL, lease_expires_at = NULL \
@@ -62,35 +67,36 @@ impl Store {
             claim_set(backend),
             in_id_order(backend),
         );
-        let done = query(sql)
-            .bind(&ids)
-            .bind(&tokens)
-            .bind(now)
-            .fetch_all(&mut tx)
-            .await?;
-        let mut delivered = Vec::with_capacity(done.len());
-        let mut continued = Vec::new();
-        for row in &done {
-            let id = row.uuid("id")?;
-            if row.parsed::<DeliveryKind>("kind")? == DeliveryKind::Continuation {
-                continued.push(id);
+        let continue_links = |of_deliveries: &str, now: &str| {
+            format!(
+                "UPDATE nomos_plan_executions SET continued_at = {now}, outcome = 'continued' \
+                 WHERE delivery_id {of_deliveries} AND continued_at IS NULL"
+            )
+        };
+        let done = match backend {
+            Backend::Postgres => {
+                let sql = format!(
+                    "WITH done AS ({deliver}), continued AS ({}) SELECT id, kind FROM done",
+                    continue_links("IN (SELECT id FROM done WHERE kind = 'continuation')", "$3")
+                );
+                let q = query(sql).bind(&ids).bind(&tokens).bind(now);
+                q.fetch_all(self).await?
             }
-            delivered.push(id);
-        }
-        if !continued.is_empty() {
-            let sql = format!(
-                "UPDATE nomos_plan_executions SET continued_at = $2, outcome = 'continued' \
-                 WHERE delivery_id {} AND continued_at IS NULL",
-                backend.in_ids("$1"),
-            );
-            query(sql)
-                .bind(&continued)
-                .bind(now)
-                .execute(&mut tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(delivered)
+            Backend::Sqlite => {
+                let mut tx = self.begin().await?;
+                let q = query(deliver).bind(&ids).bind(&tokens).bind(now);
+                let done = q.fetch_all(&mut tx).await?;
+                let continued = kind_ids(&done, DeliveryKind::Continuation)?;
+                if !continued.is_empty() {
+                    let sql = continue_links(&backend.in_ids("$1"), "$2");
+                    let q = query(sql).bind(&continued).bind(now);
+                    q.execute(&mut tx).await?;
+                }
+                tx.commit().await?;
+                done
+            }
+        };
+        done.iter().map(|row| row.uuid("id")).collect()
     }
 
     /// Records a failed call (an error, a 5xx, a time-out, a 4xx).
@@ -153,6 +159,17 @@ impl Store {
             },
         })
     }
+}
+
+/// The ids of the `id, kind` rows of one kind.
+fn kind_ids(rows: &[Row], kind: DeliveryKind) -> Result<Vec<Uuid>> {
+    let mut ids = Vec::new();
+    for row in rows {
+        if row.parsed::<DeliveryKind>("kind")? == kind {
+            ids.push(row.uuid("id")?);
+        }
+    }
+    Ok(ids)
 }
 
 fn gave_up_continuation(d: &Delivery) -> bool {

@@ -11,8 +11,11 @@ use uuid::Uuid;
 use crate::store::decode::{self, RowExt, WINDOW_COLS};
 use crate::store::deliveries::delivery_cols;
 use crate::store::dialect::{query, trunc, Tx};
-use crate::store::types::{ContinuationPlan, Delivery, DeliveryKind, PlanOutcome, Window};
+use crate::store::types::{ContinuationPlan, Delivery, PlanOutcome, Window};
 use crate::store::{dedup, Result, Store, StoreError};
+use write::write;
+
+mod write;
 
 /// How often a batch that lost a unique-key race (another planner committed
 /// the same key or session first, between our reads) is run again; the rerun
@@ -286,152 +289,6 @@ impl Decided {
             .map(|o| o.unwrap_or(PlanOutcome::WindowClosed))
             .collect()
     }
-}
-
-/// The three writes for the plans that passed: windows, continuations, links.
-async fn write(
-    tx: &mut Tx<'_>,
-    plans: &[ContinuationPlan<'_>],
-    ids: &[Vec<Uuid>],
-    decided: &mut Decided,
-    now: DateTime<Utc>,
-    claim: Option<FreshClaim<'_>>,
-) -> Result<()> {
-    let backend = tx.backend();
-    let sessions: Vec<Uuid> = decided
-        .insert
-        .iter()
-        .map(|&(i, _)| plans[i].session_id)
-        .collect();
-    // Guarded again, though the rows are locked: a window not bumped is
-    // answered as closed and its plan writes nothing.
-    let rows = query(format!(
-        "UPDATE nomos_assent_windows SET continuations = continuations + 1, updated_at = $2 \
-         WHERE session_id {} AND closed_at IS NULL AND expires_at > $2 \
-         RETURNING session_id, opened_at",
-        backend.in_ids("$1")
-    ))
-    .bind(&sessions)
-    .bind(now)
-    .fetch_all(&mut *tx)
-    .await?;
-    // Each bumped session, and whether its window had opened by `now`: a
-    // window re-approved after this pass read the clock is still bumped (it
-    // is open), but its delivery is left for the next claim, whose `now`
-    // is later, rather than claimed at an instant before the window opened.
-    let bumped: HashMap<Uuid, bool> = rows
-        .iter()
-        .map(|r| Ok((r.uuid("session_id")?, r.time("opened_at")? <= now)))
-        .collect::<Result<_>>()?;
-    decided.insert.retain(|&(i, _)| {
-        let kept = bumped.contains_key(&plans[i].session_id);
-        if !kept {
-            decided.outcomes[i] = Some(PlanOutcome::WindowClosed);
-        }
-        kept
-    });
-    if decided.insert.is_empty() {
-        return Ok(());
-    }
-    let mut delivery_ids = Vec::new();
-    let (mut session_ids, mut keys, mut lists, mut notes, mut revisions) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut link_ids, mut link_deliveries) = (Vec::new(), Vec::new());
-    for &(i, id) in &decided.insert {
-        let plan = &plans[i];
-        delivery_ids.push(id);
-        session_ids.push(plan.session_id);
-        keys.push(plan.idempotency_key.to_string());
-        lists.push(json_list(&ids[i]));
-        notes.push(plan.note.to_string());
-        revisions.push(plan.policy_revision.to_string());
-        link_ids.extend(ids[i].iter().copied());
-        link_deliveries.extend(std::iter::repeat_n(id, ids[i].len()));
-    }
-    let claimed: Vec<Uuid> = match claim {
-        Some(c) => (decided.insert.iter())
-            .filter(|&&(i, _)| bumped.get(&plans[i].session_id) == Some(&true))
-            .map(|&(_, id)| id)
-            .take(c.limit)
-            .collect(),
-        None => Vec::new(),
-    };
-    let until = trunc(now + claim.map_or(chrono::Duration::zero(), |c| c.lease));
-    // The claimed rows get what `claim_deliveries` sets; the others none.
-    let sql = format!(
-        concat!(
-            "INSERT INTO nomos_deliveries (id, session_id, kind, idempotency_key, execution_ids, \
-               note, policy_revision, state, attempts, next_attempt_at, created_at, updated_at, \
-               lease_owner, lease_expires_at, claims, claim_token, claimed_at) \
-             SELECT z.id, z.session_id, $7, z.k, {ids}, z.note, z.rev, 'pending', 0, $8, $8, $8, \
-               CASE WHEN {mine} THEN $10 END, CASE WHEN {mine} THEN $11 END, \
-               CASE WHEN {mine} THEN 1 ELSE 0 END, CASE WHEN {mine} THEN $12 END, \
-               CASE WHEN {mine} THEN $8 END \
-             FROM {zip} RETURNING ",
-            delivery_cols!()
-        ),
-        ids = backend.ids_from_json("z.ids"),
-        mine = format!("z.id {}", backend.in_ids("$9")),
-        zip = backend.zip(
-            "z",
-            &[
-                ("$1", "id", "uuid"),
-                ("$2", "session_id", "uuid"),
-                ("$3", "k", "text"),
-                ("$4", "ids", "text"),
-                ("$5", "note", "text"),
-                ("$6", "rev", "text"),
-            ]
-        ),
-    );
-    let rows = query(sql)
-        .bind(&delivery_ids)
-        .bind(&session_ids)
-        .bind(&keys[..])
-        .bind(&lists[..])
-        .bind(&notes[..])
-        .bind(&revisions[..])
-        .bind(DeliveryKind::Continuation.as_str())
-        .bind(now)
-        .bind(&claimed)
-        .bind(claim.map_or("", |c| c.worker_id))
-        .bind(until)
-        .bind(Uuid::new_v4())
-        .fetch_all(&mut *tx)
-        .await?;
-    let mut inserted: HashMap<Uuid, Delivery> = rows
-        .iter()
-        .map(|r| decode::delivery(r).map(|d| (d.id, d)))
-        .collect::<Result<_>>()?;
-    let sql = format!(
-        "UPDATE nomos_plan_executions AS l SET delivery_id = z.did FROM {} \
-         WHERE l.execution_id = z.eid AND l.delivery_id IS NULL AND l.continued_at IS NULL",
-        backend.zip("z", &[("$1", "eid", "uuid"), ("$2", "did", "uuid")])
-    );
-    let pointed = query(sql)
-        .bind(&link_ids)
-        .bind(&link_deliveries)
-        .execute(&mut *tx)
-        .await?;
-    if pointed != link_ids.len() as u64 || inserted.len() != decided.insert.len() {
-        // The links and windows are locked by this transaction, so this
-        // means the schema or a hand-made row broke an assumption: write
-        // nothing rather than a continuation missing some of its links.
-        return Err(StoreError::Corrupt {
-            column: "nomos_plan_executions.delivery_id",
-            value: format!("{pointed} of {} links planned", link_ids.len()),
-        });
-    }
-    for &(i, id) in &decided.insert {
-        decided.outcomes[i] = inserted.remove(&id).map(PlanOutcome::Planned);
-    }
-    Ok(())
-}
-
-/// Ids as a JSON array of strings: the one per-row form of a UUID list that
-/// both backends can take from a zipped text parameter.
-fn json_list(ids: &[Uuid]) -> String {
-    serde_json::Value::from(ids.iter().map(Uuid::to_string).collect::<Vec<_>>()).to_string()
 }
 
 /// Two UUID columns of `rows` as a map.
