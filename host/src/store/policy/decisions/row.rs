@@ -5,12 +5,17 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{InputParts, LoggedDecision, NewDecision, Recorded, SeenWindow, WRITTEN};
+use super::{
+    InputParts, LoggedDecision, NewDecision, Recorded, SeenWindow, ROWS_PER_INSERT, WRITTEN,
+};
 use crate::store::decode::RowExt;
 use crate::store::dialect::{query, trunc, Query, Row};
 use crate::store::{Result, StoreError};
 
-/// One `INSERT` of `chunk`, all taken at `now` (`$1`).
+/// One `INSERT` of `chunk`, all taken at `now` (`$1`). Its text depends on
+/// the chunk's size: only a full chunk's, which every large pass reuses,
+/// is kept prepared; another size is compiled for its one use rather than
+/// kept by every connection (see [`Query::uncached`]).
 pub(super) fn insert_rows(chunk: &[NewDecision], now: DateTime<Utc>) -> Query<'_> {
     let width = WRITTEN.len();
     let rows: Vec<String> = (0..chunk.len())
@@ -33,7 +38,11 @@ pub(super) fn insert_rows(chunk: &[NewDecision], now: DateTime<Utc>) -> Query<'_
         WRITTEN.join(", "),
         rows.join(", ")
     );
-    let mut q = query(sql).uncached().bind(now);
+    let mut q = query(sql);
+    if chunk.len() != ROWS_PER_INSERT {
+        q = q.uncached();
+    }
+    let mut q = q.bind(now);
     for d in chunk {
         q = q
             .bind(d.session_id)
