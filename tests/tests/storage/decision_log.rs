@@ -206,27 +206,29 @@ async fn a_pass_of_many_decisions_is_recorded_whole(store: Store) {
 
 /// Statements the connections of `store`'s pool keep prepared, summed over
 /// every connection the pool may open (each is held while counting, so each
-/// is counted once).
-async fn prepared_statements(store: &Store) -> usize {
+/// is counted once), and how many connections that is.
+async fn prepared_statements(store: &Store) -> (usize, usize) {
+    match (store.sqlite_pool(), store.pg_pool()) {
+        (Some(pool), _) => prepared_on(pool).await,
+        (_, Some(pool)) => prepared_on(pool).await,
+        (None, None) => (0, 0),
+    }
+}
+
+async fn prepared_on<DB>(pool: &sqlx::Pool<DB>) -> (usize, usize)
+where
+    DB: sqlx::Database + sqlx::database::HasStatementCache,
+{
     use sqlx::Connection as _;
+    let connections = pool.options().get_max_connections() as usize;
+    let mut held = Vec::with_capacity(connections);
     let mut counted = 0;
-    if let Some(pool) = store.sqlite_pool() {
-        let mut held = Vec::new();
-        for _ in 0..pool.options().get_max_connections() {
-            let conn = pool.acquire().await.expect("an SQLite connection");
-            counted += conn.cached_statements_size();
-            held.push(conn);
-        }
+    for _ in 0..connections {
+        let conn = pool.acquire().await.expect("a connection");
+        counted += conn.cached_statements_size();
+        held.push(conn);
     }
-    if let Some(pool) = store.pg_pool() {
-        let mut held = Vec::new();
-        for _ in 0..pool.options().get_max_connections() {
-            let conn = pool.acquire().await.expect("a PostgreSQL connection");
-            counted += conn.cached_statements_size();
-            held.push(conn);
-        }
-    }
-    counted
+    (counted, connections)
 }
 
 /// A pass's decisions are one multi-row `INSERT` whose text depends on how
@@ -237,17 +239,13 @@ async fn prepared_statements(store: &Store) -> usize {
 /// fixed statement (the revisions' dictionary) prepared per connection.
 async fn passes_of_every_size_leave_no_statement_prepared(store: Store) {
     let s = Uuid::new_v4();
-    let before = prepared_statements(&store).await;
+    let (before, _) = prepared_statements(&store).await;
     for size in 1..=60 {
         let pass: Vec<NewDecision> = (0..size).map(|n| decision(s, n)).collect();
         store.record_decisions(&pass, t0()).await.expect("record");
     }
-    let grown = prepared_statements(&store).await - before;
-    let connections = (store
-        .sqlite_pool()
-        .map(|p| p.options().get_max_connections()))
-    .or(store.pg_pool().map(|p| p.options().get_max_connections()))
-    .unwrap_or(0) as usize;
+    let (after, connections) = prepared_statements(&store).await;
+    let grown = after - before;
     assert!(
         grown <= connections,
         "{grown} statements stayed prepared after passes of 60 sizes on {connections} connections"

@@ -37,6 +37,7 @@ const POINT: &str = "UPDATE nomos_plan_executions AS l SET delivery_id = x.did F
      WHERE l.execution_id = x.eid AND l.delivery_id IS NULL AND l.continued_at IS NULL";
 
 /// The plans that passed, as the columns the statements bind.
+#[derive(Default)]
 struct Rows {
     delivery_ids: Vec<Uuid>,
     session_ids: Vec<Uuid>,
@@ -50,16 +51,7 @@ struct Rows {
 
 impl Rows {
     fn of(plans: &[ContinuationPlan<'_>], ids: &[Vec<Uuid>], insert: &[(usize, Uuid)]) -> Self {
-        let mut rows = Self {
-            delivery_ids: Vec::new(),
-            session_ids: Vec::new(),
-            keys: Vec::new(),
-            lists: Vec::new(),
-            notes: Vec::new(),
-            revisions: Vec::new(),
-            link_ids: Vec::new(),
-            link_deliveries: Vec::new(),
-        };
+        let mut rows = Self::default();
         for &(i, id) in insert {
             let plan = &plans[i];
             rows.delivery_ids.push(id);
