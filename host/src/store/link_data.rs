@@ -84,27 +84,52 @@ impl Store {
 
     /// The trace context kept for each of `execution_ids` that has one.
     pub async fn link_traces(&self, execution_ids: &[Uuid]) -> Result<HashMap<Uuid, LinkTrace>> {
+        Ok(self.link_data(execution_ids).await?.traces)
+    }
+
+    /// What is kept for each of `execution_ids`, its trace context and its
+    /// task, in one read: a plan pass needs both for the same executions.
+    pub async fn link_data(&self, execution_ids: &[Uuid]) -> Result<LinkData> {
         let ids = dedup(execution_ids);
+        let mut data = LinkData::default();
         if ids.is_empty() {
-            return Ok(HashMap::new());
+            return Ok(data);
         }
         let sql = format!(
-            "SELECT execution_id, traceparent, tracestate, trace_source FROM nomos_link_data \
-             WHERE execution_id {} AND traceparent IS NOT NULL",
+            "SELECT execution_id, traceparent, tracestate, trace_source, task_source, task_id \
+             FROM nomos_link_data \
+             WHERE execution_id {} AND (traceparent IS NOT NULL OR task_id IS NOT NULL)",
             self.backend().in_ids("$1"),
         );
-        let rows = query(sql).bind(&ids).fetch_all(self).await?;
-        rows.iter()
-            .map(|r| {
+        for r in query(sql).bind(&ids).fetch_all(self).await? {
+            let id = r.uuid("execution_id")?;
+            if let Some(traceparent) = r.opt_text("traceparent")? {
                 let trace = LinkTrace {
-                    traceparent: r.text("traceparent")?,
+                    traceparent,
                     tracestate: r.opt_text("tracestate")?,
                     source: r.parsed("trace_source")?,
                 };
-                Ok((r.uuid("execution_id")?, trace))
-            })
-            .collect()
+                data.traces.insert(id, trace);
+            }
+            if let Some(task_id) = r.opt_text("task_id")? {
+                let task = LinkTask {
+                    source: r.parsed("task_source")?,
+                    task_id,
+                };
+                data.tasks.insert(id, task);
+            }
+        }
+        Ok(data)
     }
+}
+
+/// What is kept per execution (see [`Store::link_data`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkData {
+    /// The trace context of each execution that has one.
+    pub traces: HashMap<Uuid, LinkTrace>,
+    /// The protocol task of each execution that stands for one.
+    pub tasks: HashMap<Uuid, LinkTask>,
 }
 
 /// The protocol task an execution id stands for.
@@ -155,24 +180,6 @@ impl Store {
 
     /// The task each of `execution_ids` stands for, where one does.
     pub async fn link_tasks(&self, execution_ids: &[Uuid]) -> Result<HashMap<Uuid, LinkTask>> {
-        let ids = dedup(execution_ids);
-        if ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let sql = format!(
-            "SELECT execution_id, task_source, task_id FROM nomos_link_data \
-             WHERE execution_id {} AND task_id IS NOT NULL",
-            self.backend().in_ids("$1"),
-        );
-        let rows = query(sql).bind(&ids).fetch_all(self).await?;
-        rows.iter()
-            .map(|r| {
-                let task = LinkTask {
-                    source: r.parsed("task_source")?,
-                    task_id: r.text("task_id")?,
-                };
-                Ok((r.uuid("execution_id")?, task))
-            })
-            .collect()
+        Ok(self.link_data(execution_ids).await?.tasks)
     }
 }

@@ -86,7 +86,7 @@ pub use deliveries::settle::{OperatorDrop, RetryOutcome};
 pub use episode::Episode;
 pub use handle::Database;
 pub use keys::KeyClaim;
-pub use link_data::{LinkTask, LinkTrace};
+pub use link_data::{LinkData, LinkTask, LinkTrace};
 pub use links::stuck::{StuckExecution, STUCK_CLOSING_KEY, STUCK_KEY};
 pub use links::Poll;
 #[cfg(feature = "test-support")]
