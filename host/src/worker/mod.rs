@@ -26,6 +26,7 @@
 mod builder;
 mod context;
 mod deliver;
+mod handover;
 mod input;
 mod journal;
 mod notices;
@@ -267,17 +268,14 @@ impl Worker {
     }
 
     async fn pass(&self, stop: &CancellationToken, poll: Poll) -> Result<TickReport, WorkerError> {
-        // The era the plan's claims are taken in, for the standby fence.
-        let era = self.deliverer.store.primary_era();
-        let (mut plan, unlogged) = self.planner.plan_pass(poll, true).await?;
-        let claimed = (era, std::mem::take(&mut plan.claimed));
+        let planned = self.planner.plan_pass(poll, true).await?;
         // The decision log is written while the calls go out.
         let (deliver, ()) = tokio::join!(
-            self.deliverer.deliver_pass(stop, claimed, poll),
-            journal::Unlogged::write(unlogged, &self.planner)
+            self.deliverer.deliver_pass(stop, planned.claimed, poll),
+            journal::Unlogged::write(planned.unlogged, &self.planner)
         );
         Ok(TickReport {
-            plan,
+            plan: planned.report,
             deliver: deliver?,
         })
     }

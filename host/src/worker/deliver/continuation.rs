@@ -15,6 +15,7 @@ use crate::policy::types as t;
 use crate::store::{
     dedup, Claim, Delivery, DeliveryKind, Execution, InputParts, LinkTrace, ReadyLink,
 };
+use crate::worker::handover::Read;
 use crate::worker::recorded::input_parts;
 use crate::worker::WorkerError;
 use uuid::Uuid;
@@ -24,9 +25,13 @@ impl Deliverer {
     /// set aside (see [`Self::still_held`]), and the continuations are
     /// built together (two reads for the batch), while the trace contexts
     /// the calls are made under are read (one).
+    /// `read` is what the plan read for this batch, if it claimed it (see
+    /// [`Claimed`](crate::worker::handover::Claimed)): what it holds is not
+    /// read again.
     pub(super) async fn prepare(
         &self,
         batch: Vec<Delivery>,
+        read: Option<Read>,
         soul: &str,
         report: &mut DeliverReport,
     ) -> Vec<(Delivery, Claim, Result<Ready, String>, Option<LinkTrace>)> {
@@ -51,9 +56,10 @@ impl Deliverer {
             .collect();
         let mut built: HashMap<Uuid, Continuation> = HashMap::with_capacity(wanted.len());
         let mut unloaded = String::from("not loaded");
+        let (executions, traces) = read.map(|r| (r.executions, r.traces)).unzip();
         let (continuations, mut traces) = tokio::join!(
-            self.continuations(&wanted, soul),
-            self.traces(ready.iter().map(|(d, _)| d))
+            self.continuations(&wanted, soul, executions),
+            self.traces(ready.iter().map(|(d, _)| d), traces)
         );
         match self.loads.observe(continuations) {
             Ok(continuations) => built.extend(wanted.iter().map(|d| d.id).zip(continuations)),
@@ -79,11 +85,14 @@ impl Deliverer {
     /// and each distinct status's class is read from those kept for the
     /// active revision (the policy is asked only about a status it has not
     /// classified): a claimed batch costs two round trips, not two per
-    /// continuation, nor one per execution.
+    /// continuation, nor one per execution. With `read` (the plan's read of
+    /// them), the executions are not read again if each was read finished
+    /// (and so cannot have changed since).
     pub(super) async fn continuations(
         &self,
         deliveries: &[&Delivery],
         soul: &str,
+        read: Option<HashMap<Uuid, Execution>>,
     ) -> Result<Vec<Continuation>, WorkerError> {
         let ids: Vec<Uuid> = deliveries
             .iter()
@@ -95,7 +104,10 @@ impl Deliverer {
                 .map(|d| continuation(d, Vec::new(), soul))
                 .collect());
         }
-        let loaded = self.store.executions(&ids).await?;
+        let loaded = match read.and_then(|read| finished_among(read, &ids)) {
+            Some(loaded) => loaded,
+            None => self.store.executions(&ids).await?,
+        };
         let statuses: Vec<String> = loaded.iter().map(|e| e.status.clone()).collect();
         let outcomes: HashMap<String, String> = self
             .classes
@@ -157,6 +169,13 @@ impl Deliverer {
         }
         Ok(out)
     }
+}
+
+/// The executions of `ids` in `read`, if every one of them is there and
+/// finished; `None` sends the caller back to the store.
+fn finished_among(mut read: HashMap<Uuid, Execution>, ids: &[Uuid]) -> Option<Vec<Execution>> {
+    let all = (ids.iter()).all(|id| read.get(id).is_some_and(|e| e.finished_at.is_some()));
+    all.then(|| ids.iter().filter_map(|id| read.remove(id)).collect())
 }
 
 fn continuation(delivery: &Delivery, executions: Vec<ExecutionReport>, soul: &str) -> Continuation {

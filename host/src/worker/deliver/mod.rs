@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentError, Continuation, Notice};
 use crate::store::{Claim, Delivery, DeliveryKind, Episode, LinkTrace, Poll};
 use crate::worker::context::Context;
+use crate::worker::handover::Claimed;
 use crate::worker::{notices, WorkerError};
 use lease::claimed_lease;
 use record::{NotAccepted, Recorded, Recorder};
@@ -139,24 +140,30 @@ impl Deliverer {
     #[cfg(feature = "test-support")]
     /// One deliver step. Tests call this directly.
     pub async fn deliver_once(&self) -> Result<DeliverReport, WorkerError> {
-        let era = self.store.primary_era();
-        self.deliver_pass(&CancellationToken::new(), (era, Vec::new()), Poll::Sweep)
+        let claimed = Claimed::new(self.store.primary_era());
+        self.deliver_pass(&CancellationToken::new(), claimed, Poll::Sweep)
             .await
     }
 
     /// One deliver step that stops claiming once `stop` is cancelled; calls
     /// already made are finished and recorded. `claimed` are continuations
     /// the plan step claimed for it: they are called first, without a claim
-    /// of their own, and the step claims more once calls are running. Only
+    /// of their own, built from what the plan read, and the step claims more
+    /// once calls are running. Only
     /// a sweep looks for continuations whose window closed while they
     /// waited (a read of every pending continuation): a claim never takes
     /// one, so the sweep only settles them, within a poll interval.
     pub(crate) async fn deliver_pass(
         &self,
         stop: &CancellationToken,
-        (mut era, claimed): (u64, Vec<Delivery>),
+        claimed: Claimed,
         poll: Poll,
     ) -> Result<DeliverReport, WorkerError> {
+        let Claimed {
+            mut era,
+            deliveries: claimed,
+            mut read,
+        } = claimed;
         let mut report = DeliverReport::default();
         // Renewed from now on, like any claim of ours; if the pass fails
         // before calling them, they are let go and their leases lapse, so
@@ -214,28 +221,16 @@ impl Deliverer {
             // looks at the WAL after the claims' commits, which are behind
             // us, and nothing is called before both are done.
             let (prepared, gate) = tokio::join!(
-                self.prepare(std::mem::take(&mut batch), &soul, &mut report),
+                self.prepare(std::mem::take(&mut batch), read.take(), &soul, &mut report),
                 self.fence(&mut renew),
             );
             for (delivery, claim, ready, trace) in prepared {
                 let worker = self.clone();
                 let gate = gate.clone();
                 calls.spawn(async move {
-                    let called = match gate {
-                        fence::Gate::Held(why) => {
-                            Err(NotAccepted::Failed(AgentError::unavailable(why)))
-                        }
-                        fence::Gate::Open => {
-                            worker
-                                .call(&delivery, (claim, era), ready, trace, false)
-                                .await
-                        }
-                        fence::Gate::OpenAfterWaiting => {
-                            worker
-                                .call(&delivery, (claim, era), ready, trace, true)
-                                .await
-                        }
-                    };
+                    let called = worker
+                        .call(&delivery, (claim, era), ready, trace, gate)
+                        .await;
                     match called {
                         Ok(()) => Finished::Accepted(claim),
                         Err(not) => {
@@ -343,9 +338,10 @@ impl Deliverer {
     /// Calls the agent for one claimed delivery, in a `deliver` span under
     /// `trace` whose context the call carries, if `claim` still holds its
     /// lease at the moment of the call (see [`Self::still_held`]) and the
-    /// store still uses the primary of `era`, the one it was claimed on.
-    /// With `window_again` (the standby fence kept the call waiting after
-    /// its claim checked the window), a continuation's window is read once
+    /// store still uses the primary of `era`, the one it was claimed on,
+    /// and the standby fence's `gate` lets it through. After the fence kept
+    /// the call waiting ([`fence::Gate::OpenAfterWaiting`], its claim
+    /// checked the window before), a continuation's window is read once
     /// more and one that closed meanwhile is dropped with one notice, not
     /// sent.
     ///
@@ -362,8 +358,15 @@ impl Deliverer {
         (claim, era): (Claim, u64),
         ready: Result<Ready, String>,
         trace: Option<LinkTrace>,
-        window_again: bool,
+        gate: fence::Gate,
     ) -> Result<(), NotAccepted> {
+        let window_again = match gate {
+            fence::Gate::Held(why) => {
+                return Err(NotAccepted::Failed(AgentError::unavailable(why)))
+            }
+            fence::Gate::Open => false,
+            fence::Gate::OpenAfterWaiting => true,
+        };
         if let Some(error) = self.lost_claims(delivery) {
             return Err(NotAccepted::Failed(error));
         }

@@ -14,23 +14,25 @@ impl Deliverer {
     /// The trace context each of `deliveries` (by id) is delivered under.
     /// A continuation folds several executions but carries one
     /// `traceparent`: the context of the first of its executions, in the
-    /// delivery's order, that has one kept. One read for the batch; if it
-    /// fails, the calls start new traces (a lost trace never holds a
+    /// delivery's order, that has one kept. From `read` (the contexts the
+    /// plan read, by execution) when given, else one read for the batch; if
+    /// that fails, the calls start new traces (a lost trace never holds a
     /// delivery up).
     pub(super) async fn traces<'a>(
         &self,
         deliveries: impl Iterator<Item = &'a Delivery>,
+        read: Option<HashMap<Uuid, LinkTrace>>,
     ) -> HashMap<Uuid, LinkTrace> {
         let deliveries: Vec<&Delivery> = deliveries.collect();
-        let ids: Vec<Uuid> = (deliveries.iter())
-            .flat_map(|d| d.execution_ids.iter().copied())
-            .collect();
-        let kept = match self.store.link_traces(&ids).await {
-            Ok(kept) => kept,
-            Err(e) => {
-                tracing::debug!("delivering without the links' traces: {e}");
-                return HashMap::new();
-            }
+        let kept = match read {
+            Some(kept) => kept,
+            None => match self.store.link_traces(&execution_ids(&deliveries)).await {
+                Ok(kept) => kept,
+                Err(e) => {
+                    tracing::debug!("delivering without the links' traces: {e}");
+                    return HashMap::new();
+                }
+            },
         };
         (deliveries.iter())
             .filter_map(|d| {
@@ -39,6 +41,13 @@ impl Deliverer {
             })
             .collect()
     }
+}
+
+/// Every execution `deliveries` name, in their order.
+fn execution_ids(deliveries: &[&Delivery]) -> Vec<Uuid> {
+    (deliveries.iter())
+        .flat_map(|d| d.execution_ids.iter().copied())
+        .collect()
 }
 
 /// The `deliver` span of one call of `delivery`, under `parent`.

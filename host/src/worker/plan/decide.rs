@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::Planner;
 use crate::policy::types as t;
 use crate::policy::PolicyRuntime;
+use crate::store::LinkTrace;
 use crate::telemetry::DecideSpan;
 use crate::worker::WorkerError;
 
@@ -44,18 +45,12 @@ impl Verdict {
 
 impl Planner {
     /// The `decide` span of each `(session, execution)` about to be
-    /// decided, under the trace context kept with its link: one read for
-    /// the pass. If that read fails the spans start new traces (logged): a
-    /// lost trace never holds a decision up.
-    pub(super) async fn decide_spans(&self, owners: Vec<(Uuid, Uuid)>) -> Vec<DecideSpan> {
-        let executions: Vec<Uuid> = owners.iter().map(|(_, e)| *e).collect();
-        let traces = match self.store.link_traces(&executions).await {
-            Ok(traces) => traces,
-            Err(e) => {
-                tracing::debug!("decide spans without their links' traces: {e}");
-                HashMap::new()
-            }
-        };
+    /// decided, under the trace context kept with its link in `traces`.
+    pub(super) fn decide_spans(
+        &self,
+        owners: Vec<(Uuid, Uuid)>,
+        traces: &HashMap<Uuid, LinkTrace>,
+    ) -> Vec<DecideSpan> {
         (owners.into_iter())
             .map(|(session, execution)| {
                 DecideSpan::start(traces.get(&execution), session, execution)

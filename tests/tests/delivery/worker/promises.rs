@@ -350,8 +350,22 @@ async fn seventeen_big_results_in_one_pass_are_all_continued(store: Store) {
     let tick = rig.worker.run_once().await.expect("pass");
     assert_eq!(tick.plan.policy_failures, 0, "{tick:?}");
     assert_eq!(tick.plan.planned, 17);
-    assert_eq!(rig.agent.continuations().len(), 17);
+    let continuations = rig.agent.continuations();
+    assert_eq!(continuations.len(), 17);
     assert!(rig.agent.notices().is_empty());
+    // The policy saw each result cut to its input cap (256 KiB); the agent
+    // gets it whole, whether the call was built from the plan's read (the
+    // continuations the plan claimed) or from the deliver step's own.
+    for c in &continuations {
+        let [e] = &c.executions[..] else {
+            panic!("one execution per continuation: {:?}", c.executions.len());
+        };
+        assert_eq!(e.result.len(), result.len(), "the whole result");
+        assert_eq!(
+            (e.status.as_str(), e.outcome.as_str()),
+            ("failed", "failed")
+        );
+    }
 }
 
 /// The operator's retry: a delivery that ended `failed` is sent again with
