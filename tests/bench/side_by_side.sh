@@ -13,21 +13,27 @@
 #   cargo build --release -p nomos-continue --features test-support --example worker_bench
 #   tests/bench/side_by_side.sh                        # 2 rounds, current build
 #   tests/bench/side_by_side.sh --rounds 3 --before /tmp/worker_bench-before
+#   tests/bench/side_by_side.sh --database-url postgres://postgres@127.0.0.1:5444/postgres
 #
-# Needs PostgreSQL on 127.0.0.1:5432 (the benches recreate databases of
-# their own), node and npm (tests/js/graphile_bench.sh installs the peer).
+# Needs PostgreSQL (127.0.0.1:5432 unless --database-url names another
+# server; the benches recreate databases of their own on it), node and npm
+# (tests/js/graphile_bench.sh installs the peer). A server of the bench's
+# own with the defaults is the one to measure on: a CI machine's shared one
+# may run without autovacuum.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 after="$root/target/release/examples/worker_bench"
 before=""
 rounds=2
 samples=200
+url=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --rounds) rounds="$2"; shift 2 ;;
         --samples) samples="$2"; shift 2 ;;
         --before) before="$2"; shift 2 ;;
         --after) after="$2"; shift 2 ;;
+        --database-url) url=(--database-url "$2"); shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -38,7 +44,7 @@ graphile="$root/tests/js/graphile_bench.sh"
 run() {
     local name="$1"; shift
     printf '%-8s load %s | ' "$name" "$(cut -d' ' -f1 /proc/loadavg)"
-    "$@" 2>/dev/null | grep -E '^(latency|throughput|graphile|CPU)' | paste -sd' ' -
+    "$@" "${url[@]}" 2>/dev/null | grep -E '^(latency|throughput|graphile|CPU)' | paste -sd' ' -
 }
 # Both builds of ours, the current one first.
 ours() {

@@ -104,8 +104,10 @@ pub async fn latency(args: &Args) -> Result<(), Error> {
         store
             .upsert_execution_status(execution, "completed", "ok", Utc::now(), true)
             .await?;
-        if args.sqlite && !args.poll_only {
-            waker.notify_one(); // what the API does on SQLite
+        if !args.poll_only {
+            // What the API does after an applied report, on either store
+            // (on PostgreSQL the `NOTIFY` wakes the other replicas).
+            waker.notify_one();
         }
         loop {
             let (ids, at) = calls.recv().await.ok_or("agent channel closed")?;
