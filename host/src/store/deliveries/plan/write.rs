@@ -143,6 +143,12 @@ pub(super) async fn write(
 /// inserted (claimed: the first `$13` in plan order whose window had
 /// opened by `now`), and their links pointed, in one statement that
 /// answers the inserted rows and how many links it pointed.
+///
+/// The links are found from each inserted row's own `execution_ids`, one
+/// primary-key lookup each. Not by matching `$14`/`$15` against the rows
+/// inserted: the planner cannot count a CTE's rows, took the insert for
+/// three, and compared every link with every continuation (a 512-session
+/// pass spent 650 ms there, `auto_explain`; `BENCHMARKS.md`).
 async fn write_at_once(
     tx: &mut Tx<'_>,
     rows: &Rows,
@@ -157,16 +163,15 @@ async fn write_at_once(
                JOIN bumped b ON b.session_id = z.session_id), \
          mine AS (SELECT id FROM planned WHERE opened ORDER BY n LIMIT $13), \
          ins AS ({insert} RETURNING {cols}), \
-         pointed AS ({point} AND x.did IN (SELECT id FROM ins) RETURNING 1) \
+         pointed AS (UPDATE nomos_plan_executions AS l SET delivery_id = i.id \
+               FROM ins AS i CROSS JOIN LATERAL UNNEST(i.execution_ids) AS e(eid) \
+               WHERE l.execution_id = e.eid AND l.delivery_id IS NULL \
+                 AND l.continued_at IS NULL RETURNING 1) \
          SELECT ins.*, (SELECT count(*) FROM pointed) AS pointed FROM ins",
         bump = bump(&backend.in_ids("$2"), "$8"),
         zip = "UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])",
         insert = insert(backend, "planned AS z", "z.id IN (SELECT id FROM mine)"),
         cols = delivery_cols!(),
-        point = POINT.replace(
-            "{pairs}",
-            &backend.zip("x", &[("$14", "eid", "uuid"), ("$15", "did", "uuid")])
-        ),
     );
     let q = rows.bind(query(sql), now, claim, &[]);
     let inserted = q.fetch_all(&mut *tx).await?;
