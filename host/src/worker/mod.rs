@@ -245,6 +245,14 @@ impl Worker {
     }
 
     #[cfg(feature = "test-support")]
+    /// What the standby fence would let through now (see
+    /// `deliver::fence`): `open`, `open after waiting` (each continuation's
+    /// window is read again before its call) or `held`.
+    pub async fn standby_gate(&self) -> &'static str {
+        self.deliverer.standby_gate().await
+    }
+
+    #[cfg(feature = "test-support")]
     /// The claims whose calls are running now.
     pub fn claims_in_flight(&self) -> Vec<Claim> {
         self.deliverer.claims_in_flight()

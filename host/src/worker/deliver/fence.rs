@@ -64,6 +64,18 @@ enum Fenced {
 }
 
 impl Deliverer {
+    #[cfg(feature = "test-support")]
+    /// [`Self::fence`] once, its gate as a word (see `Worker::standby_gate`).
+    pub(crate) async fn standby_gate(&self) -> &'static str {
+        let every = self.config.renew_interval();
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        match self.fence(&mut renew).await {
+            Gate::Open => "open",
+            Gate::OpenAfterWaiting => "open after waiting",
+            Gate::Held(_) => "held",
+        }
+    }
+
     /// Waits until every standby streaming from the primary has flushed
     /// the WAL of everything this step claimed, renewing the leases of
     /// calls in flight on `renew`'s ticks meanwhile: whether the calls may
@@ -118,6 +130,11 @@ impl Deliverer {
             Err(e) => return Fenced::Failed(e.to_string()),
         };
         self.tell_hidden(&first);
+        // None behind at the first look (no standby, or all caught up):
+        // nothing was waited for, so no window needs reading again.
+        if first.behind == 0 {
+            return Fenced::Confirmed { waited: false };
+        }
         let mut behind = first.behind;
         let mut pause = FIRST_LOOK;
         while behind > 0 {

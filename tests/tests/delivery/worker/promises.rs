@@ -24,6 +24,7 @@ nomos_continue_tests::on_both_stores!(
     retry_after_is_honoured,
     seventeen_big_results_in_one_pass_are_all_continued,
     an_operator_retry_sends_a_failed_delivery_again_with_its_key,
+    with_no_standby_behind_the_fence_reads_no_window_again,
 );
 
 pub(super) use nomos_continue_tests::wait::until_true as eventually;
@@ -444,4 +445,15 @@ async fn an_operator_retry_sends_a_failed_delivery_again_with_its_key(store: Sto
             .expect("retry"),
         RetryOutcome::NotEnded(DeliveryState::Delivered)
     ));
+}
+
+/// The standby fence (on by default) with no standby behind at its first
+/// look waited for nothing, so its calls go out as claimed: the windows
+/// their claims checked are not read again (the second look is for a call
+/// that waited, during which a deny may have landed). Each continuation's
+/// call read its window once more when this said "open after waiting".
+async fn with_no_standby_behind_the_fence_reads_no_window_again(store: Store) {
+    let rig = Rig::new(store);
+    assert!(rig.worker.config().standby_fence.is_some());
+    assert_eq!(rig.worker.standby_gate().await, "open");
 }
