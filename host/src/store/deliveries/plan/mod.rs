@@ -12,7 +12,7 @@ use crate::store::decode::{self, RowExt, WINDOW_COLS};
 use crate::store::deliveries::delivery_cols;
 use crate::store::dialect::{query, trunc, Tx};
 use crate::store::types::{ContinuationPlan, Delivery, PlanOutcome, Window};
-use crate::store::{dedup, Backend, Result, Store, StoreError};
+use crate::store::{dedup, Result, Store, StoreError};
 use write::write;
 
 mod write;
@@ -157,10 +157,7 @@ impl Seen {
 
         let keys: Vec<String> = plans.iter().map(|p| p.idempotency_key.into()).collect();
         let all: Vec<Uuid> = ids.iter().flatten().copied().collect();
-        let (by_key, in_flight, links) = match backend {
-            Backend::Postgres => read_at_once(tx, &keys, &sessions, &all).await?,
-            Backend::Sqlite => read_in_turn(tx, &keys, &sessions, &all).await?,
-        };
+        let (by_key, in_flight, links) = read_in_turn(tx, &keys, &sessions, &all).await?;
         Ok(Self {
             windows,
             by_key,
@@ -243,73 +240,10 @@ type AfterLocks = (
     HashMap<Uuid, Uuid>,
 );
 
-/// The delivery columns of the keys' rows, prefixed for the outer query.
-fn key_cols() -> String {
-    delivery_cols!()
-        .split(',')
-        .map(|c| format!("k.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// PostgreSQL: the three reads as one statement, one round trip while the
-/// windows stay locked. Each is a CTE read in the statement's snapshot,
-/// taken after the window locks were granted (a separate, earlier
-/// statement), so a planner that held one of them and committed is seen, as
-/// with three statements. The in-flight and link rows come back as arrays
-/// on every row (aggregated once each: each array pair is in one scan's
-/// order); the keys' rows, if any, beside them.
-async fn read_at_once(
-    tx: &mut Tx<'_>,
-    keys: &[String],
-    sessions: &[Uuid],
-    all: &[Uuid],
-) -> Result<AfterLocks> {
-    let sql = format!(
-        concat!(
-            "WITH k AS (SELECT ",
-            delivery_cols!(),
-            " FROM nomos_deliveries WHERE idempotency_key = ANY($1)), \
-             f AS (SELECT session_id, id FROM nomos_deliveries \
-                   WHERE session_id = ANY($2) AND state = 'pending' AND kind = 'continuation'), \
-             l AS (SELECT execution_id, session_id FROM nomos_plan_executions \
-                   WHERE execution_id = ANY($3) AND delivery_id IS NULL AND continued_at IS NULL \
-                   FOR UPDATE SKIP LOCKED) \
-             SELECT fa.f_sessions, fa.f_ids, la.l_executions, la.l_sessions, {} \
-             FROM (SELECT COALESCE(array_agg(session_id), '{{}}') AS f_sessions, \
-                          COALESCE(array_agg(id), '{{}}') AS f_ids FROM f) AS fa \
-             CROSS JOIN (SELECT COALESCE(array_agg(execution_id), '{{}}') AS l_executions, \
-                                COALESCE(array_agg(session_id), '{{}}') AS l_sessions FROM l) AS la \
-             LEFT JOIN k ON TRUE"
-        ),
-        key_cols()
-    );
-    let rows = query(sql)
-        .bind(keys)
-        .bind(sessions)
-        .bind(all)
-        .fetch_all(&mut *tx)
-        .await?;
-    let Some(first) = rows.first() else {
-        return Ok(Default::default());
-    };
-    let zipped = |a: &'static str, b: &'static str| -> Result<HashMap<Uuid, Uuid>> {
-        Ok(first.uuids(a)?.into_iter().zip(first.uuids(b)?).collect())
-    };
-    let in_flight = zipped("f_sessions", "f_ids")?;
-    let links = zipped("l_executions", "l_sessions")?;
-    let mut by_key = HashMap::new();
-    for r in &rows {
-        if r.opt_uuid("id")?.is_some() {
-            let d = decode::delivery(r)?;
-            by_key.insert(d.idempotency_key.clone(), d);
-        }
-    }
-    Ok((by_key, in_flight, links))
-}
-
-/// SQLite: the three reads in turn, in process, inside the transaction
-/// that holds the write lock.
+/// The three reads in turn, in the transaction that holds the window
+/// locks. Three statements on PostgreSQL too: one with CTEs saved two round
+/// trips and cost more than it saved (0.67 ms against 0.45 ms for the
+/// three, `BENCHMARKS.md`).
 async fn read_in_turn(
     tx: &mut Tx<'_>,
     keys: &[String],
@@ -345,8 +279,9 @@ async fn read_in_turn(
 
     let rows = query(format!(
         "SELECT execution_id, session_id FROM nomos_plan_executions \
-         WHERE execution_id {} AND delivery_id IS NULL AND continued_at IS NULL",
+         WHERE execution_id {} AND delivery_id IS NULL AND continued_at IS NULL{}",
         backend.in_ids("$1"),
+        backend.lock(" FOR UPDATE SKIP LOCKED")
     ))
     .bind(all)
     .fetch_all(&mut *tx)

@@ -1,13 +1,15 @@
 //! The plan's writes for the plans that passed its checks: each window's
 //! count up by one, the continuations inserted (the first few claimed for
-//! the planner), the links pointed at them.
+//! the planner), the links pointed at them, three statements in the plan's
+//! transaction. Which plans were written comes back with their rows (a
+//! window not bumped, because it closed or expired under the lock, writes
+//! nothing for its plan).
 //!
-//! On PostgreSQL the three are one statement (data-modifying CTEs), so the
-//! plan transaction spends one round trip on them instead of three while
-//! it holds its windows' locks; SQLite, with no such CTEs, runs the three
-//! in turn in its transaction, in process. Both answer the same: which
-//! plans were written (a window not bumped, because it closed or expired
-//! under the lock, writes nothing for its plan) and their rows.
+//! Three statements on PostgreSQL too, not one with data-modifying CTEs:
+//! the one statement saved two round trips but cost more than it saved (a
+//! plan of one session: 1.4 ms against 0.9–1.0 ms for the three; a pass of 512:
+//! about 130 ms against 100 ms, `BENCHMARKS.md`), the planner knowing
+//! nothing of how many rows each CTE yields.
 
 use std::collections::HashMap;
 
@@ -106,13 +108,7 @@ pub(super) async fn write(
     now: DateTime<Utc>,
     claim: Option<FreshClaim<'_>>,
 ) -> Result<()> {
-    let (inserted, pointed) = match tx.backend() {
-        Backend::Postgres => {
-            let rows = Rows::of(plans, ids, &decided.insert);
-            write_at_once(tx, &rows, now, claim).await?
-        }
-        Backend::Sqlite => write_in_turn(tx, plans, ids, decided, now, claim).await?,
-    };
+    let (inserted, pointed) = write_in_turn(tx, plans, ids, decided, now, claim).await?;
     let mut inserted: HashMap<Uuid, Delivery> = inserted
         .iter()
         .map(|r| decode::delivery(r).map(|d| (d.id, d)))
@@ -139,51 +135,8 @@ pub(super) async fn write(
     Ok(())
 }
 
-/// PostgreSQL: the windows bumped, the continuations of the bumped ones
-/// inserted (claimed: the first `$13` in plan order whose window had
-/// opened by `now`), and their links pointed, in one statement that
-/// answers the inserted rows and how many links it pointed.
-///
-/// The links are found from each inserted row's own `execution_ids`, one
-/// primary-key lookup each. Not by matching `$14`/`$15` against the rows
-/// inserted: the planner cannot count a CTE's rows, took the insert for
-/// three, and compared every link with every continuation (a 512-session
-/// pass spent 650 ms there, `auto_explain`; `BENCHMARKS.md`).
-async fn write_at_once(
-    tx: &mut Tx<'_>,
-    rows: &Rows,
-    now: DateTime<Utc>,
-    claim: Option<FreshClaim<'_>>,
-) -> Result<(Vec<Row>, u64)> {
-    let backend = Backend::Postgres;
-    let sql = format!(
-        "WITH bumped AS ({bump}), \
-         planned AS (SELECT z.*, b.opened_at <= $8 AS opened FROM {zip} WITH ORDINALITY \
-               AS z(id, session_id, k, ids, note, rev, n) \
-               JOIN bumped b ON b.session_id = z.session_id), \
-         mine AS (SELECT id FROM planned WHERE opened ORDER BY n LIMIT $13), \
-         ins AS ({insert} RETURNING {cols}), \
-         pointed AS (UPDATE nomos_plan_executions AS l SET delivery_id = i.id \
-               FROM ins AS i CROSS JOIN LATERAL UNNEST(i.execution_ids) AS e(eid) \
-               WHERE l.execution_id = e.eid AND l.delivery_id IS NULL \
-                 AND l.continued_at IS NULL RETURNING 1) \
-         SELECT ins.*, (SELECT count(*) FROM pointed) AS pointed FROM ins",
-        bump = bump(&backend.in_ids("$2"), "$8"),
-        zip = "UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[])",
-        insert = insert(backend, "planned AS z", "z.id IN (SELECT id FROM mine)"),
-        cols = delivery_cols!(),
-    );
-    let q = rows.bind(query(sql), now, claim, &[]);
-    let inserted = q.fetch_all(&mut *tx).await?;
-    let pointed = match inserted.first() {
-        Some(row) => u64::try_from(row.bigint("pointed")?).unwrap_or(0),
-        None => 0,
-    };
-    Ok((inserted, pointed))
-}
-
-/// SQLite: the same three writes in turn, in the plan's transaction; the
-/// plans whose window was not bumped are left out of the other two.
+/// The three writes in turn, in the plan's transaction; the plans whose
+/// window was not bumped are left out of the other two.
 async fn write_in_turn(
     tx: &mut Tx<'_>,
     plans: &[ContinuationPlan<'_>],
@@ -192,7 +145,7 @@ async fn write_in_turn(
     now: DateTime<Utc>,
     claim: Option<FreshClaim<'_>>,
 ) -> Result<(Vec<Row>, u64)> {
-    let backend = Backend::Sqlite;
+    let backend = tx.backend();
     let sessions: Vec<Uuid> = (decided.insert.iter())
         .map(|&(i, _)| plans[i].session_id)
         .collect();
@@ -227,7 +180,7 @@ async fn write_in_turn(
         insert(
             backend,
             &zipped(backend),
-            "z.id IN (SELECT value FROM json_each($9))"
+            &format!("z.id {}", backend.in_ids("$9"))
         ),
         delivery_cols!()
     );
