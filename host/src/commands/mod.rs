@@ -26,7 +26,13 @@ pub struct DbArgs {
     /// A primary and its standbys: repeat it, or name the hosts in one URL
     /// as libpq does (postgresql://user@h1:5432,h2:5432/db); the writable
     /// one is used, and found again after a failover.
-    #[arg(long, env = "DATABASE_URL", default_value = crate::server::DEFAULT_DATABASE_URL)]
+    // The value is never shown in the help: a URL carries its password.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        default_value = crate::server::DEFAULT_DATABASE_URL
+    )]
     pub database_url: Vec<String>,
 }
 

@@ -66,12 +66,13 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "NOMOS_CONTINUE_AGENT_WEBHOOK",
+        hide_env_values = true,
         conflicts_with = "agent_openai"
     )]
     agent_webhook: Option<String>,
     /// Built-in chatWith: call this OpenAI-compatible chat endpoint with the
     /// session's stored history (record turns with POST /v1/sessions/{id}/turns).
-    #[arg(long, env = "NOMOS_CONTINUE_AGENT_OPENAI")]
+    #[arg(long, env = "NOMOS_CONTINUE_AGENT_OPENAI", hide_env_values = true)]
     agent_openai: Option<String>,
     /// The model chatWith asks for.
     #[arg(long, env = "NOMOS_CONTINUE_OPENAI_MODEL", default_value = DEFAULT_OPENAI_MODEL)]
@@ -104,7 +105,7 @@ pub struct ServeArgs {
     /// notice about a dead agent endpoint still reaches someone): an alert
     /// router, a chat channel's incoming webhook. Signed like the agent's
     /// webhook with --notify-secret.
-    #[arg(long, env = "NOMOS_CONTINUE_NOTIFY_WEBHOOK")]
+    #[arg(long, env = "NOMOS_CONTINUE_NOTIFY_WEBHOOK", hide_env_values = true)]
     notify_webhook: Option<String>,
     /// The notify webhook's body: `json` (the versioned operator_notice.v1)
     /// or `slack` (a Slack-compatible incoming-webhook message).
@@ -227,7 +228,7 @@ pub struct ServeArgs {
     /// Export the link, decide and deliver spans over OTLP/HTTP (protobuf)
     /// to this collector base URL (`/v1/traces` is added); off when unset.
     /// The trace context reaches the runtime either way.
-    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", hide_env_values = true)]
     otlp_endpoint: Option<String>,
     /// The base URL remote agents reach this server at, for the A2A push
     /// URLs minted by `POST /v1/sessions/{id}/tasks` (behind a proxy or a

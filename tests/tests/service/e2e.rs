@@ -460,6 +460,53 @@ fn every_subcommand_has_help() {
     }
 }
 
+/// Every variable that can hold a secret, or a URL that carries one, set
+/// to a value with a planted password: no help text shows it (clap prints
+/// `[env: NAME=value]` for a variable that is set, unless told not to).
+#[test]
+fn no_help_prints_a_secret_from_the_environment() {
+    const PLANTED: &str = "s3cretpw";
+    let url = format!("postgres://u:{PLANTED}@127.0.0.1:1/db");
+    let hook = format!("https://hooks.example/services/{PLANTED}");
+    let secret = format!("whsec_{PLANTED}");
+    let vars = [
+        ("DATABASE_URL", url.as_str()),
+        ("NOMOS_CONTINUE_AGENT_WEBHOOK", hook.as_str()),
+        ("NOMOS_CONTINUE_AGENT_OPENAI", hook.as_str()),
+        ("NOMOS_CONTINUE_NOTIFY_WEBHOOK", hook.as_str()),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", hook.as_str()),
+        ("NOMOS_CONTINUE_TOKEN", PLANTED),
+        ("NOMOS_CONTINUE_ADMIN_TOKEN", PLANTED),
+        ("NOMOS_CONTINUE_OPENAI_KEY", PLANTED),
+        ("NOMOS_CONTINUE_AGENT_TOKEN", PLANTED),
+        ("NOMOS_CONTINUE_NOTIFY_TOKEN", PLANTED),
+        ("NOMOS_CONTINUE_WEBHOOK_SECRET", secret.as_str()),
+        ("NOMOS_CONTINUE_NOTIFY_SECRET", secret.as_str()),
+    ];
+    for args in [
+        vec!["serve", "--help"],
+        vec!["migrate", "--help"],
+        vec!["status", "--help"],
+        vec!["policy", "replay", "--help"],
+    ] {
+        let output = std::process::Command::new(binary())
+            .args(&args)
+            .envs(vars)
+            .output()
+            .unwrap_or_else(|e| panic!("run {args:?}: {e}"));
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {}", output.status);
+        assert!(
+            text.contains("[env: "),
+            "{args:?} names its variables:\n{text}"
+        );
+        let shown: Vec<&str> = (text.lines())
+            .filter(|line| line.contains(PLANTED))
+            .collect();
+        assert!(shown.is_empty(), "{args:?} prints a secret: {shown:#?}");
+    }
+}
+
 #[test]
 fn webhook_and_openai_exclude_each_other() {
     let output = std::process::Command::new(binary())
