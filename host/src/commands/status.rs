@@ -12,10 +12,9 @@ use crate::store::{each_page, Delivery, Link, SessionCounts, Store, MAX_PAGE_LIM
 pub fn run(database_urls: &[&str], session: Option<&str>) -> Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
-        let store = Store::connect_any(database_urls)
+        let store = Store::open_to_read(database_urls)
             .await
-            .context("connect to the database")?;
-        store.migrate().await.context("migrate the database")?;
+            .context("open the database to read it")?;
         match session {
             Some(id) => {
                 let session = crate::store::parse_uuid(id)?;

@@ -111,6 +111,26 @@ impl Store {
         Err(StoreError::UnsupportedUrl(scheme))
     }
 
+    /// Connects to an existing, migrated store to read it, as
+    /// [`Store::connect_any`] but creating and changing nothing: a missing
+    /// SQLite file is [`StoreError::NoDatabase`] (not a new empty one), and
+    /// a database not migrated to this binary's schema is refused (see
+    /// [`Store::check_migrated`]). What `status` and `policy replay` open.
+    pub async fn open_to_read(urls: &[&str]) -> Result<Self> {
+        let store = match sqlite_to_read(urls)? {
+            Some(options) => {
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(2)
+                    .connect_with(options)
+                    .await?;
+                Self::from_sqlite_pool(pool)
+            }
+            None => Self::connect_any(urls).await?,
+        };
+        store.check_migrated().await?;
+        Ok(store)
+    }
+
     /// Wraps an existing PostgreSQL pool (an embedding runtime may share its own).
     pub fn from_pg_pool(pool: PgPool) -> Self {
         Self {
@@ -175,4 +195,26 @@ impl Store {
     pub fn primary_switches(&self) -> Option<watch::Receiver<u64>> {
         self.primary.as_ref().map(|p| p.switches())
     }
+}
+
+/// For a read of one SQLite file, options that neither create it nor
+/// change it: no journal mode and no auto-vacuum mode (each is written
+/// into the file; the file keeps those it was made with). A missing file is
+/// [`StoreError::NoDatabase`]; `None` for an in-memory database or another
+/// scheme.
+fn sqlite_to_read(urls: &[&str]) -> Result<Option<SqliteConnectOptions>> {
+    let [url] = urls else {
+        return Ok(None);
+    };
+    if !url.starts_with("sqlite:") || url.contains(":memory:") || url.contains("mode=memory") {
+        return Ok(None);
+    }
+    let options = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(false)
+        .busy_timeout(std::time::Duration::from_secs(10));
+    let path = options.get_filename();
+    if !path.exists() {
+        return Err(StoreError::NoDatabase(path.display().to_string()));
+    }
+    Ok(Some(options))
 }

@@ -211,6 +211,26 @@ pub enum StoreError {
         /// The highest version this binary embeds.
         binary: i64,
     },
+    /// A read was pointed at an SQLite file that does not exist. Reading
+    /// never creates one: it would report an empty system as if it were
+    /// the real one.
+    #[error(
+        "no SQLite database at {0}: the file does not exist (`nomos-continue migrate` or \
+         `serve` creates it; check the path, or --database-url)"
+    )]
+    NoDatabase(String),
+    /// A read was pointed at a database whose schema is not this binary's
+    /// latest (none at all, or an older one). Reading never migrates.
+    #[error(
+        "the database {found}; this binary reads migration {binary}: run `nomos-continue \
+         migrate` first (reading never migrates)"
+    )]
+    NotMigrated {
+        /// What the database holds, in words.
+        found: String,
+        /// The highest version this binary embeds.
+        binary: i64,
+    },
     /// The database was migrated by a build from before the first release,
     /// whose migrations 018-044 were squashed into this release's: its
     /// schema cannot be migrated to this one. Refused; it must be recreated.

@@ -22,6 +22,7 @@ mod openapi;
 mod operator_channel;
 mod peers;
 mod protocols;
+mod read_commands;
 mod readme;
 mod signing_cli;
 mod trace_context;

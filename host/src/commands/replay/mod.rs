@@ -61,10 +61,9 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     runtime.block_on(async {
         let urls: Vec<&str> = args.database_url.iter().map(String::as_str).collect();
-        let store = Store::connect_any(&urls)
+        let store = Store::open_to_read(&urls)
             .await
-            .context("connect to the database")?;
-        store.migrate().await.context("migrate the database")?;
+            .context("open the database to read it")?;
         let mut filter = DecisionFilter {
             session_id: args.session.as_deref().map(parse_uuid).transpose()?,
             ..DecisionFilter::default()
@@ -99,10 +98,9 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitCode> {
 pub fn capture(database_urls: &[&str], id: i64, to: &Path) -> Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("start the async runtime")?;
     let (input, output) = runtime.block_on(async {
-        let store = Store::connect_any(database_urls)
+        let store = Store::open_to_read(database_urls)
             .await
-            .context("connect to the database")?;
-        store.migrate().await.context("migrate the database")?;
+            .context("open the database to read it")?;
         let recorded = recorded_case(&store, id).await;
         store.close().await;
         recorded

@@ -213,6 +213,25 @@ impl Store {
         Ok(applied.last().copied() == latest)
     }
 
+    /// Refuses to read a database whose schema is not exactly this
+    /// binary's: none (an empty database), an older one
+    /// ([`StoreError::NotMigrated`]), a newer or pre-release one (as
+    /// [`Store::migrate`] refuses them). What the read commands check
+    /// instead of migrating.
+    pub async fn check_migrated(&self) -> Result<()> {
+        self.refuse_unknown_schema().await?;
+        let binary = (Self::migrator(self.backend()).iter())
+            .map(|m| m.version)
+            .max()
+            .unwrap_or_default();
+        let found = match self.applied_migrations().await?.last() {
+            Some(&version) if version == binary => return Ok(()),
+            Some(version) => format!("is at migration {version}"),
+            None => "holds no nomos-continue schema (it was never migrated)".to_string(),
+        };
+        Err(StoreError::NotMigrated { found, binary })
+    }
+
     /// Versions recorded as applied, ascending (empty before the first
     /// migration). Used by `status` and by tests after up/down/up.
     pub async fn applied_migrations(&self) -> Result<Vec<i64>> {
