@@ -34,9 +34,13 @@ fn bump(sessions: &str, now: &str) -> String {
     )
 }
 
-/// Points each link at its continuation (`$14` links, `$15` continuations).
-const POINT: &str = "UPDATE nomos_plan_executions AS l SET delivery_id = x.did FROM {pairs} \
-     WHERE l.execution_id = x.eid AND l.delivery_id IS NULL AND l.continued_at IS NULL";
+/// Points each link of `{pairs}` (`x.eid`) at its continuation (`x.did`).
+fn point(pairs: &str) -> String {
+    format!(
+        "UPDATE nomos_plan_executions AS l SET delivery_id = x.did FROM {pairs} \
+         WHERE l.execution_id = x.eid AND l.delivery_id IS NULL AND l.continued_at IS NULL"
+    )
+}
 
 /// The plans that passed, as the columns the statements bind.
 #[derive(Default)]
@@ -69,8 +73,8 @@ impl Rows {
         rows
     }
 
-    /// The statement's arguments, `$1` to `$15` (see [`insert`]): the
-    /// continuations, their kind and time, the claim, the links.
+    /// The insert's arguments, `$1` to `$12` (see [`insert`]): the
+    /// continuations, their kind and time, the claim.
     fn bind<'a>(
         &'a self,
         q: Query<'a>,
@@ -79,7 +83,6 @@ impl Rows {
         claimed: &'a [Uuid],
     ) -> Query<'a> {
         let until = trunc(now + claim.map_or(chrono::Duration::zero(), |c| c.lease));
-        let limit = claim.map_or(0, |c| i64::try_from(c.limit).unwrap_or(i64::MAX));
         q.bind(&self.delivery_ids)
             .bind(&self.session_ids)
             .bind(&self.keys[..])
@@ -92,9 +95,6 @@ impl Rows {
             .bind(claim.map_or("", |c| c.worker_id))
             .bind(until)
             .bind(Uuid::new_v4())
-            .bind(limit)
-            .bind(&self.link_ids)
-            .bind(&self.link_deliveries)
     }
 }
 
@@ -188,12 +188,12 @@ async fn write_in_turn(
         .bind(query(sql), now, claim, &claimed)
         .fetch_all(&mut *tx)
         .await?;
-    let sql = POINT.replace(
-        "{pairs}",
-        &backend.zip("x", &[("$14", "eid", "uuid"), ("$15", "did", "uuid")]),
-    );
-    let pointed = rows
-        .bind(query(sql), now, claim, &claimed)
+    // Only the links' two columns: the continuations' notes are not sent
+    // a second time.
+    let sql = point(&backend.zip("x", &[("$1", "eid", "uuid"), ("$2", "did", "uuid")]));
+    let pointed = query(sql)
+        .bind(&rows.link_ids)
+        .bind(&rows.link_deliveries)
         .execute(&mut *tx)
         .await?;
     Ok((inserted, pointed))
