@@ -17,6 +17,39 @@ use std::process::Command;
 
 const TARGET: &str = "wasm32-wasip2";
 
+/// Hands the crate the commit it is built from as `NOMOS_CONTINUE_COMMIT`
+/// (for `nomos_continue_build_info`): `git rev-parse`'s short hash, or
+/// `unknown` outside a git checkout (a source tarball, a vendored crate).
+/// Rebuilt when `HEAD` or the branch it names moves, so it is never stale.
+fn embed_commit(workspace: &Path) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .current_dir(workspace)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .filter(|text| !text.is_empty())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=NOMOS_CONTINUE_COMMIT={commit}");
+    let mut watched = vec![
+        git(&["rev-parse", "--git-path", "HEAD"]),
+        git(&["rev-parse", "--git-path", "packed-refs"]),
+    ];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(git(&["rev-parse", "--git-path", &branch]));
+    }
+    // A path that does not exist would make cargo rerun this every build.
+    for path in watched.into_iter().flatten() {
+        let path = workspace.join(path);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+}
+
 fn main() {
     let manifest_dir =
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -26,6 +59,7 @@ fn main() {
         .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     embed_migrations(&workspace, &out_dir);
+    embed_commit(&workspace);
     for watched in ["guest/src", "guest/Cargo.toml", "wit"] {
         println!(
             "cargo:rerun-if-changed={}",

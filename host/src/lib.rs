@@ -14,7 +14,7 @@
 //! let config = ServeConfig::default();
 //! let database = Database::connect("sqlite:nomos-continue.db").await?;
 //! database.migrate().await?;
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7300").await?;
 //! let shutdown = tokio_util::sync::CancellationToken::new();
 //! let running = Server::new(config, database).start(listener, shutdown).await?;
 //! running.wait().await
@@ -56,6 +56,7 @@
 //!   with its continuation, the `link`, `decide` and `deliver` spans, and
 //!   their OTLP export.
 //! - `clock`: the injectable "now" the worker acts on.
+//! - `redact`: what of a configured URL a log line or an error may show.
 //! - `metrics`: counters and histograms for `/metrics`.
 //! - `commands`: the subcommands of the `nomos-continue` binary (the demo
 //!   among them); `main.rs` only parses arguments.
@@ -126,11 +127,14 @@ pub mod worker;
 #[cfg(not(feature = "test-support"))]
 mod worker;
 
+mod redact;
+
 /// The binary's subcommands (`main.rs` calls them); not an embedding API.
 #[doc(hidden)]
 pub mod commands;
 
 pub use agent::{async_trait, Agent, AgentError, Continuation, ExecutionReport, Notice};
+pub use api::{PushLimits, Rate};
 pub use policy::Limits;
 pub use server::{serve, Insecure, Running, ServeConfig, Server, TlsFiles};
 pub use store::{Backend, Database, StoreError};

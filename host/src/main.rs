@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use nomos_continue::commands::{
-    self, replay::ReplayArgs, serve::ServeArgs, DbArgs, PolicyLimitArgs,
+    self, replay::ReplayArgs, serve::ServeArgs, DbArgs, LogFormat, PolicyLimitArgs,
 };
 
 /// Auto-continuation for agent runtimes: re-invokes the agent when its
@@ -15,6 +15,17 @@ use nomos_continue::commands::{
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
+    /// How log lines are written on stderr: `text`, or `json` (one object
+    /// a line, with the trace and span ids). The level is set by
+    /// NOMOS_CONTINUE_LOG or RUST_LOG (`info` for serve, `warn` otherwise).
+    #[arg(
+        long,
+        global = true,
+        env = "NOMOS_CONTINUE_LOG_FORMAT",
+        default_value = "text",
+        help_heading = "Logs and telemetry"
+    )]
+    log_format: LogFormat,
 }
 
 #[derive(Subcommand)]
@@ -143,13 +154,11 @@ enum PolicyCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NOMOS_CONTINUE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let level = match cli.command {
+        Cmd::Serve(_) => "info",
+        _ => "warn",
+    };
+    commands::init_logs(cli.log_format, level);
     let result = match cli.command {
         Cmd::Serve(args) => commands::serve::run(*args).map(|()| ExitCode::SUCCESS),
         Cmd::Demo => nomos_continue::commands::demo::run().map(|_| ExitCode::SUCCESS),

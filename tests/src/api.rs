@@ -118,6 +118,15 @@ pub struct ServedApi {
     _running: Running,
 }
 
+/// A configuration with these tokens and the defaults.
+fn tokens(token: Option<&str>, admin: Option<&str>) -> ServeConfig {
+    ServeConfig {
+        token: token.map(str::to_owned),
+        admin_token: admin.map(str::to_owned),
+        ..ServeConfig::default()
+    }
+}
+
 impl ServedApi {
     /// Serves the router with the built-in policy and the system clock;
     /// `token`, when set, is required on every route but `/healthz`.
@@ -129,7 +138,7 @@ impl ServedApi {
     /// worker's [`waker`](nomos_continue::worker::Worker::waker), for tests
     /// of what wakes the worker).
     pub async fn start_with_wake(store: Store, token: Option<&str>, wake: Arc<Notify>) -> Self {
-        Self::start_full(store, policy(), token, None, wake, None).await
+        Self::start_full(store, policy(), tokens(token, None), wake, None).await
     }
 
     /// With the runtime's token and the admin token (see `api::Auth`), and
@@ -137,7 +146,14 @@ impl ServedApi {
     /// the shared runtime would change what the other tests run.
     pub async fn start_scoped(store: Store, token: Option<&str>, admin: Option<&str>) -> Self {
         let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
-        Self::start_full(store, own, token, admin, Arc::new(Notify::new()), None).await
+        Self::start_full(
+            store,
+            own,
+            tokens(token, admin),
+            Arc::new(Notify::new()),
+            None,
+        )
+        .await
     }
 
     /// Like [`ServedApi::start_scoped`] with an admin token only, as
@@ -146,25 +162,28 @@ impl ServedApi {
     pub async fn start_verified(store: Store, admin: &str, key: PublicKey) -> Self {
         let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
         let wake = Arc::new(Notify::new());
-        Self::start_full(store, own, None, Some(admin), wake, Some(key)).await
+        Self::start_full(store, own, tokens(None, Some(admin)), wake, Some(key)).await
+    }
+
+    /// Over `config` (its tokens, limits and the like), with the built-in
+    /// policy in a runtime of its own; [`ServedApi::send`] sends its
+    /// runtime token.
+    pub async fn start_configured(store: Store, config: ServeConfig) -> Self {
+        let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
+        Self::start_full(store, own, config, Arc::new(Notify::new()), None).await
     }
 
     async fn start_full(
         store: Store,
         policy: Arc<PolicyRuntime>,
-        token: Option<&str>,
-        admin: Option<&str>,
+        mut config: ServeConfig,
         wake: Arc<Notify>,
         verify_key: Option<PublicKey>,
     ) -> Self {
         // The one assembly, as `serve` runs it, without the worker: these
         // tests watch the wake-ups and the rows a worker would act on.
         let keys = tempfile::tempdir().expect("a folder for the verify key");
-        let mut config = ServeConfig {
-            token: token.map(str::to_owned),
-            admin_token: admin.map(str::to_owned),
-            ..ServeConfig::default()
-        };
+        let (token, admin) = (config.token.clone(), config.admin_token.clone());
         if let Some(key) = verify_key {
             let path = keys.path().join("verify.pub");
             std::fs::write(&path, key.to_file_text()).expect("write the verify key");
@@ -187,8 +206,8 @@ impl ServedApi {
             store,
             wake,
             client: reqwest::Client::new(),
-            token: token.map(str::to_owned),
-            admin: admin.map(str::to_owned),
+            token,
+            admin,
             shutdown,
             _running: running,
         }

@@ -83,9 +83,9 @@ pub struct ReplicaOptions {
     pub webhook: String,
     /// `--worker-id`.
     pub worker_id: String,
-    /// `--poll-ms`.
+    /// `--poll-interval`, in milliseconds.
     pub poll_ms: u64,
-    /// `--lease-secs`.
+    /// `--lease`, in seconds.
     pub lease_secs: u64,
     /// `false` passes `--no-wake-listener`.
     pub wake_listener: bool,
@@ -374,8 +374,8 @@ fn serve_command(options: &ReplicaOptions) -> Command {
         .args(["--listen", &options.listen])
         .args(["--agent-webhook", &options.webhook])
         .args(["--worker-id", &options.worker_id])
-        .args(["--poll-ms", &options.poll_ms.to_string()])
-        .args(["--lease-secs", &options.lease_secs.to_string()])
+        .args(["--poll-interval", &format!("{}ms", options.poll_ms)])
+        .args(["--lease", &format!("{}s", options.lease_secs)])
         .args(&options.extra_args)
         .env_remove("NOMOS_CONTINUE_TOKEN")
         .env_remove("NOMOS_CONTINUE_ADMIN_TOKEN")

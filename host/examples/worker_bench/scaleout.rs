@@ -98,7 +98,7 @@ pub(crate) async fn start_replica(
         .args(["--listen", "127.0.0.1:0"])
         .args(["--agent-webhook", webhook])
         .args(["--worker-id", worker_id])
-        .args(["--poll-ms", &poll_ms.to_string()])
+        .args(["--poll-interval", &format!("{poll_ms}ms")])
         .env_remove("NOMOS_CONTINUE_TOKEN")
         .env_remove("NOMOS_CONTINUE_ADMIN_TOKEN")
         .env_remove("NOMOS_CONTINUE_AGENT_TOKEN")

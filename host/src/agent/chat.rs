@@ -58,6 +58,7 @@ use super::http;
 pub use super::replay::build_messages;
 pub use super::replay::{build_messages_within, ChatMessage, DEFAULT_BUDGET_CHARS};
 use super::{AdapterConfigError, Agent, AgentError, Continuation, Notice};
+use crate::redact;
 
 /// The first line of the injected note, so the model cannot mistake it for
 /// something the operator typed.
@@ -290,12 +291,14 @@ impl ChatAgent {
             .map_err(|e| http::transport_error(url, &e))?;
         if truncated {
             return Err(AgentError::Permanent(format!(
-                "POST {url}: completion response larger than {RESPONSE_LIMIT} bytes"
+                "POST {}: completion response larger than {RESPONSE_LIMIT} bytes",
+                redact::endpoint(url.as_str())
             )));
         }
         parse_reply(&bytes).map_err(|reason| {
             AgentError::Permanent(format!(
-                "POST {url}: malformed chat completion ({reason}): {}",
+                "POST {}: malformed chat completion ({reason}): {}",
+                redact::endpoint(url.as_str()),
                 http::snippet(&bytes, false)
             ))
         })

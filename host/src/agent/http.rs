@@ -14,6 +14,7 @@ use reqwest::header::HeaderValue;
 use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
 
 use super::{AdapterConfigError, AgentError};
+use crate::redact;
 
 /// The most bytes of a failed response's body quoted in an [`AgentError`],
 /// so a misbehaving server cannot flood the logs or the ledger.
@@ -108,16 +109,40 @@ impl<'a> Trace<'a> {
 /// response) is treated as retryable: we cannot know whether the receiver
 /// acted, and the idempotency key makes a second attempt safe.
 pub(crate) fn transport_error(url: &Url, err: &reqwest::Error) -> AgentError {
+    let shown = redact::endpoint(url.as_str());
+    let cause = causes(err);
     let what = if err.is_timeout() {
         "timed out"
     } else if err.is_connect() {
         "could not connect"
     } else if err.is_builder() {
-        return AgentError::Permanent(format!("POST {url}: invalid request: {err}"));
+        return AgentError::Permanent(format!("POST {shown}: invalid request: {cause}"));
     } else {
         "failed"
     };
-    AgentError::unavailable(format!("POST {url} {what}: {err}"))
+    AgentError::unavailable(format!("POST {shown} {what}: {cause}"))
+}
+
+/// What went wrong, without the URL: reqwest's own message names the
+/// whole URL (which may be a credential, see `redact`), so its kind and
+/// the chain of causes beneath it are told instead.
+pub(crate) fn causes(err: &reqwest::Error) -> String {
+    let mut text = String::from(if err.is_timeout() {
+        "time-out"
+    } else if err.is_connect() {
+        "connection error"
+    } else if err.is_body() || err.is_decode() {
+        "body error"
+    } else {
+        "request error"
+    });
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Whether a non-2xx status is worth retrying: a request time-out, a key
@@ -177,7 +202,10 @@ pub(crate) async fn check_status(url: &Url, response: Response) -> Result<Respon
         .await
         .unwrap_or_default();
     let text = snippet(&body, truncated);
-    let message = format!("POST {url} answered HTTP {status}: {text}");
+    let message = format!(
+        "POST {} answered HTTP {status}: {text}",
+        redact::endpoint(url.as_str())
+    );
     if status_is_shortage(status) {
         Err(AgentError::Unavailable {
             message,
@@ -231,6 +259,28 @@ pub(crate) fn snippet(body: &[u8], truncated: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A webhook whose path is its credential, on a port nothing listens
+    /// on: the error a delivery keeps names the host, not the path.
+    #[tokio::test]
+    async fn a_failed_call_does_not_print_its_url() {
+        const PLANTED: &str = "s3cretpath";
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = closed.local_addr().expect("addr").port();
+        drop(closed);
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/hooks/{PLANTED}")).expect("url");
+        let err = reqwest::Client::new()
+            .post(url.clone())
+            .send()
+            .await
+            .expect_err("nothing listens");
+        let message = transport_error(&url, &err).to_string();
+        assert!(!message.contains(PLANTED), "{message}");
+        assert!(
+            message.contains(&format!("127.0.0.1:{port}")) && message.contains("could not connect"),
+            "{message}"
+        );
+    }
 
     #[test]
     fn snippet_is_bounded_and_marked() {

@@ -6,6 +6,7 @@
 pub mod chat;
 pub mod history;
 mod http;
+pub(crate) use http::causes as http_causes;
 mod log;
 pub mod operator;
 pub mod payload;

@@ -39,7 +39,8 @@ const GATHER_TRIES: usize = 5;
 /// Takes one push. 200 `{}` when it was taken or changed nothing (a
 /// duplicate); 401 for a missing, wrong or expired token, and the same
 /// for an unknown execution; 403 when the body names another task; 400
-/// for a body of no A2A shape.
+/// for a body of no A2A shape; 429 past the route's rate limits (see
+/// `push_limit.rs`).
 #[utoipa::path(post, path = "/v1/a2a/push/{execution_id}", tag = "tasks",
     params(("execution_id" = Uuid, Path, description = "The execution the task stands for"),
         ("X-A2A-Notification-Token" = Option<String>, Header,
@@ -52,6 +53,10 @@ const GATHER_TRIES: usize = 5;
             answer for an unknown execution)",
             body = crate::api::wire::Problem, content_type = "application/problem+json"),
         (status = 403, description = "The body names another task than the token's",
+            body = crate::api::wire::Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Past `--push-rate` for this token or \
+            `--push-rate-total` for the server (`rate-limited`); retry after `Retry-After`",
+            headers(("Retry-After" = u64, description = "Seconds until a push is taken again")),
             body = crate::api::wire::Problem, content_type = "application/problem+json")),
     security(("push_token" = [])))]
 pub(super) async fn receive_push(
@@ -62,16 +67,19 @@ pub(super) async fn receive_push(
 ) -> Result<Json<Value>, ApiError> {
     // An unparsable id is answered as a wrong token: this route says
     // nothing of which executions exist.
+    state.push_limiter.admit_any()?;
     let execution_id = execution_id
         .ok()
         .and_then(|p| Uuid::parse_str(&p.0).ok())
         .ok_or(ApiError::Unauthorized)?;
     let token = push_token(&headers).ok_or(ApiError::Unauthorized)?;
+    let digest = token_sha256(token);
     let record = state
         .store
-        .push_task(execution_id, &token_sha256(token), state.clock.now())
+        .push_task(execution_id, &digest, state.clock.now())
         .await?
         .ok_or(ApiError::Unauthorized)?;
+    state.push_limiter.admit_token(&digest)?;
     json_content(&headers)?;
     let body = state.caps.execution.take(body)?;
     let update = a2a::read_push(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::a2a::apply;
 use super::AppState;
 use crate::protocols::a2a;
+use crate::redact;
 use crate::store::TaskRecord;
 
 /// Tasks asked about per pass; the rest wait for the next one.
@@ -33,12 +34,10 @@ const ASK_WITHIN: Duration = Duration::from_secs(10);
 /// Why a task could not be asked about (logged; it is asked again later).
 #[derive(Debug, thiserror::Error)]
 enum AskError {
-    #[error("the agent at {url} did not answer: {source}")]
-    Http {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
+    /// The agent's address by its origin alone, and what failed without
+    /// the URL (see `redact`).
+    #[error("the agent at {url} did not answer: {cause}")]
+    Http { url: String, cause: String },
     #[error("the agent's answer is no task: {0}")]
     Shape(#[from] crate::protocols::ProtocolError),
     #[error("the agent answered task {named:?}, not {asked:?}")]
@@ -124,9 +123,9 @@ impl TaskPoller {
             "method": method,
             "params": {"id": task.task_id},
         });
-        let http = |source| AskError::Http {
-            url: agent.url.clone(),
-            source,
+        let http = |e: reqwest::Error| AskError::Http {
+            url: redact::endpoint(&agent.url),
+            cause: crate::agent::http_causes(&e),
         };
         let answer: Value = self
             .client

@@ -1,36 +1,42 @@
-//! Who may call what: two bearer tokens with separate scopes.
+//! Who may call what: three bearer tokens with nested scopes.
 //!
 //! The runtime's token (`serve --token`) is what the runtime beside this
 //! process holds: it reports tool results, statuses, approvals and turns,
-//! and reads. The admin token (`serve --admin-token`) is the only one that
-//! may change *which code decides* when an agent is re-invoked (upload,
-//! shadow, promotion, roll back): an agent holding SSH tools is re-invoked on that code's
-//! word, so a leaked runtime credential must not be enough to replace it.
+//! and reads. The read token (`serve --read-token`) only reads: `/metrics`,
+//! the GET routes and the console, for a Prometheus server or a person
+//! watching, who must not be able to re-invoke an agent. The admin token
+//! (`serve --admin-token`) is the only one that may change *which code
+//! decides* when an agent is re-invoked (upload, shadow, promotion, roll
+//! back): an agent holding SSH tools is re-invoked on that code's word, so
+//! a leaked runtime credential must not be enough to replace it.
 //!
-//! | configured | runtime routes | admin routes |
-//! | --- | --- | --- |
-//! | no token | open | open (loopback only: `serve` refuses otherwise) |
-//! | runtime token | runtime token | refused (403) until an admin token is set |
-//! | admin token | admin token | admin token |
-//! | both | either token | admin token |
+//! | configured | read routes | runtime routes | admin routes |
+//! | --- | --- | --- | --- |
+//! | no token | open | open | open (loopback only: `serve` refuses otherwise) |
+//! | runtime token | runtime token | runtime token | refused (403) until an admin token is set |
+//! | admin token | admin token | admin token | admin token |
+//! | read token | read, runtime or admin token | as without it | as without it |
 //!
-//! The admin token is accepted everywhere: whoever may replace the policy
-//! may also read what it decided.
+//! Each token opens what the ones below it open: the admin token every
+//! route, the runtime's token the reads. A read token on a write is 403.
 //!
 //! With no token, a request a browser sends from another site's page
 //! (`Sec-Fetch-Site`, `Origin`) is refused: see [`scoped`].
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use super::{ApiError, AppState};
 
 /// The tokens a process was started with. `Debug` never shows them.
 #[derive(Clone, Default)]
 pub struct Auth {
+    read: Option<Secret>,
     runtime: Option<Secret>,
     admin: Option<Secret>,
 }
@@ -38,6 +44,7 @@ pub struct Auth {
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
+            .field("read", &self.read.as_ref().map(|_| "<set>"))
             .field("runtime", &self.runtime.as_ref().map(|_| "<set>"))
             .field("admin", &self.admin.as_ref().map(|_| "<set>"))
             .finish()
@@ -56,17 +63,15 @@ impl Secret {
 
     fn matches(&self, given: &str) -> bool {
         let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
-        given
-            .iter()
-            .zip(self.0.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+        given.ct_eq(&self.0).into()
     }
 }
 
 /// What a route needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// Reading: the read token, the runtime's or the admin token.
+    Read,
     /// Reporting and reading: the runtime's token (or the admin token).
     Runtime,
     /// Changing which policy decides: the admin token only.
@@ -79,20 +84,32 @@ impl Auth {
         Self::default()
     }
 
-    /// The runtime's token and the admin token; an empty string counts as
-    /// unset, so an empty environment variable never becomes a token
-    /// anyone can send.
+    /// The runtime's token and the admin token (see [`secret`]).
     pub fn new(runtime: Option<&str>, admin: Option<&str>) -> Self {
-        let secret = |t: Option<&str>| t.filter(|t| !t.is_empty()).map(Secret::new);
         Self {
+            read: None,
             runtime: secret(runtime),
             admin: secret(admin),
         }
     }
 
+    /// Adds the read-only token (an empty one counts as unset).
+    pub fn with_read(mut self, read: Option<&str>) -> Self {
+        self.read = secret(read);
+        self
+    }
+
     /// Whether any token is required at all.
     pub fn is_enforced(&self) -> bool {
-        self.runtime.is_some() || self.admin.is_some()
+        self.read.is_some() || self.runtime.is_some() || self.admin.is_some()
+    }
+
+    /// The widest scope `bearer` opens, if any (with no token configured,
+    /// every scope).
+    pub fn widest(&self, bearer: Option<&str>) -> Option<Scope> {
+        [Scope::Admin, Scope::Runtime, Scope::Read]
+            .into_iter()
+            .find(|&scope| self.check(scope, bearer).is_ok())
     }
 
     /// Checks a request's bearer token (`None`: no `Authorization: Bearer`).
@@ -102,11 +119,17 @@ impl Auth {
         }
         let admin = |t: &str| self.admin.as_ref().is_some_and(|s| s.matches(t));
         let runtime = |t: &str| self.runtime.as_ref().is_some_and(|s| s.matches(t));
+        let read = |t: &str| self.read.as_ref().is_some_and(|s| s.matches(t));
         let Some(given) = bearer else {
             return Err(ApiError::Unauthorized);
         };
         match scope {
+            Scope::Read if admin(given) || runtime(given) || read(given) => Ok(()),
+            Scope::Read => Err(ApiError::Unauthorized),
             Scope::Runtime if admin(given) || runtime(given) => Ok(()),
+            Scope::Runtime | Scope::Admin if read(given) => Err(ApiError::Forbidden(
+                "the read token only reads: this route writes and needs the runtime's token".into(),
+            )),
             Scope::Runtime => Err(ApiError::Unauthorized),
             Scope::Admin if admin(given) => Ok(()),
             Scope::Admin if runtime(given) && self.admin.is_none() => Err(ApiError::Forbidden(
@@ -125,10 +148,15 @@ impl Auth {
     }
 }
 
+/// A configured token; an empty string counts as unset, so an empty
+/// environment variable never becomes a token anyone can send.
+fn secret(token: Option<&str>) -> Option<Secret> {
+    token.filter(|t| !t.is_empty()).map(Secret::new)
+}
+
 /// The bearer token of a request, if it carries one.
-fn bearer(request: &Request) -> Option<&str> {
-    request
-        .headers()
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -179,7 +207,7 @@ pub(crate) async fn scoped(
                 .into(),
         ));
     }
-    state.auth.check(scope, bearer(&request))?;
+    state.auth.check(scope, bearer(request.headers()))?;
     Ok(next.run(request).await)
 }
 
@@ -220,7 +248,30 @@ mod tests {
             Err(ApiError::Unauthorized)
         ));
 
-        let empty = Auth::new(Some(""), Some(""));
+        let empty = Auth::new(Some(""), Some("")).with_read(Some(""));
         assert!(!empty.is_enforced());
+
+        let with_read = Auth::new(Some("rt"), Some("adm")).with_read(Some("rd"));
+        for token in ["rd", "rt", "adm"] {
+            assert!(with_read.check(Scope::Read, Some(token)).is_ok(), "{token}");
+        }
+        assert!(matches!(
+            with_read.check(Scope::Read, Some("guess")),
+            Err(ApiError::Unauthorized)
+        ));
+        for scope in [Scope::Runtime, Scope::Admin] {
+            assert!(matches!(
+                with_read.check(scope, Some("rd")),
+                Err(ApiError::Forbidden(m)) if m.contains("only reads")
+            ));
+        }
+        assert_eq!(with_read.widest(Some("rd")), Some(Scope::Read));
+        assert_eq!(with_read.widest(Some("rt")), Some(Scope::Runtime));
+        assert_eq!(with_read.widest(Some("adm")), Some(Scope::Admin));
+        assert_eq!(with_read.widest(None), None);
+        assert_eq!(open.widest(None), Some(Scope::Admin));
+        let read_only = Auth::open().with_read(Some("rd"));
+        assert!(read_only.is_enforced());
+        assert!(read_only.check(Scope::Runtime, Some("rd")).is_err());
     }
 }

@@ -62,6 +62,13 @@ pub enum ApiError {
     /// (`admission.rs`): refused on arrival; worth retrying.
     #[error("too many requests at once")]
     Overloaded,
+    /// A caller past its rate limit (the A2A push route's, see
+    /// `push_limit.rs`): 429, retry after the seconds given.
+    #[error("over the rate limit; retry after {retry_after_secs} s")]
+    RateLimited {
+        /// When the limit next admits a request.
+        retry_after_secs: u64,
+    },
     /// The database failed in a way that passes (a lost connection, a
     /// full pool, a serialization failure); worth retrying. The text is
     /// logged, not sent.
@@ -150,6 +157,11 @@ impl ApiError {
                 "overloaded",
                 "Too many requests at once",
             ),
+            ApiError::RateLimited { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate-limited",
+                "Over the rate limit",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "storage-unavailable",
@@ -221,11 +233,14 @@ impl IntoResponse for ApiError {
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
-        match status {
-            StatusCode::SERVICE_UNAVAILABLE => {
+        match (status, &self) {
+            (_, ApiError::RateLimited { retry_after_secs }) => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            (StatusCode::SERVICE_UNAVAILABLE, _) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
             }
-            StatusCode::UNAUTHORIZED => {
+            (StatusCode::UNAUTHORIZED, _) => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
             _ => {}

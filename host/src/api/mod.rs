@@ -49,6 +49,7 @@ mod mcp;
 mod openapi;
 mod overview;
 mod policy;
+mod push_limit;
 mod request;
 mod service;
 mod sessions;
@@ -65,7 +66,7 @@ use tokio::sync::Notify;
 use self::admission::Admission;
 
 pub use a2a_poll::TaskPoller;
-pub(crate) use auth::scoped;
+pub(crate) use auth::{bearer, scoped};
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
 pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};
@@ -75,7 +76,8 @@ pub use limits::{BodyCap, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
 #[cfg(feature = "test-support")]
 pub use openapi::document as openapi_document;
 pub use openapi::document_text as openapi_text;
-pub use request::measure;
+pub use push_limit::{PushLimiter, PushLimits, Rate, DEFAULT_PUSH_RATE, DEFAULT_PUSH_RATE_TOTAL};
+pub use request::{access_log, measure, Access, AccessLog, ACCESS_TARGET};
 
 use crate::clock::Clock;
 use crate::deploy::PolicyDeployment;
@@ -114,6 +116,8 @@ pub struct AppState {
     /// The base URL remote agents reach this server at, without a trailing
     /// slash (`serve --public-url`): minted A2A push URLs start with it.
     pub public_url: String,
+    /// The A2A push route's rate limits (see `push_limit.rs`).
+    pub push_limiter: Arc<PushLimiter>,
 }
 
 /// The API's router.
@@ -121,7 +125,7 @@ pub fn router(state: AppState) -> Router {
     let caps = state.caps;
     let gate = Admission::new(admission::MAX_IN_FLIGHT);
     let admit = || middleware::from_fn_with_state(gate.clone(), admission::admit);
-    let runtime = Router::new()
+    let writes = Router::new()
         .route(
             "/v1/sessions/{session_id}/tool-results",
             post(sessions::writes::link_tool_result).layer(caps.tool_result.layer()),
@@ -142,6 +146,20 @@ pub fn router(state: AppState) -> Router {
             "/v1/mcp/tasks",
             post(mcp::record_mcp_task).layer(caps.execution.layer()),
         )
+        .route(
+            "/v1/executions/{execution_id}",
+            put(executions::record_execution).layer(caps.execution.layer()),
+        )
+        .route(
+            "/v1/deliveries/{delivery_id}/retry",
+            post(deliveries::retry),
+        )
+        .route_layer(admit())
+        .route_layer(middleware::from_fn_with_state(
+            (state.clone(), Scope::Runtime),
+            auth::scoped,
+        ));
+    let reads = Router::new()
         .route("/v1/overview", get(overview::overview))
         .route("/v1/sessions", get(sessions::sessions))
         .route("/v1/sessions/{session_id}", get(sessions::session))
@@ -151,28 +169,19 @@ pub fn router(state: AppState) -> Router {
             get(sessions::deliveries),
         )
         .route("/v1/sessions/{session_id}/notices", get(sessions::notices))
-        .route(
-            "/v1/executions/{execution_id}",
-            put(executions::record_execution)
-                .layer(caps.execution.layer())
-                .get(executions::execution),
-        )
+        .route("/v1/executions/{execution_id}", get(executions::execution))
         .route("/v1/deliveries/{delivery_id}", get(deliveries::delivery))
-        .route(
-            "/v1/deliveries/{delivery_id}/retry",
-            post(deliveries::retry),
-        )
         .route("/v1/policy", get(policy::policy_info))
         .route_layer(admit())
         .route_layer(middleware::from_fn_with_state(
-            (state.clone(), Scope::Runtime),
+            (state.clone(), Scope::Read),
             auth::scoped,
         ));
     // Outside admission: a scrape must answer while the server is busiest.
     let scrape = Router::new()
         .route("/metrics", get(service::metrics))
         .route_layer(middleware::from_fn_with_state(
-            (state.clone(), Scope::Runtime),
+            (state.clone(), Scope::Read),
             auth::scoped,
         ));
     let admin = Router::new()
@@ -203,7 +212,8 @@ pub fn router(state: AppState) -> Router {
                 .layer(caps.execution.layer())
                 .route_layer(admit()),
         )
-        .merge(runtime)
+        .merge(writes)
+        .merge(reads)
         .merge(scrape)
         .merge(admin)
         .fallback(service::not_found)

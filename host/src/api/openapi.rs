@@ -85,7 +85,8 @@ impl Modify for Shared {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "`serve --token` opens the runtime routes; `serve --admin-token` \
+                        "`serve --read-token` opens the GET routes and `/metrics`; `serve \
+                         --token` the runtime routes and the reads; `serve --admin-token` \
                          opens every route, and is the only one that changes the policy. \
                          Without any token the routes are open (loopback only).",
                     ))

@@ -12,9 +12,12 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
+use tower_http::trace::{MakeSpan, OnResponse, TraceLayer};
 use tracing::Instrument;
 
 use crate::metrics::Metrics;
+use crate::telemetry::TraceContext;
 
 /// The header a request id travels in, both ways.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -49,7 +52,15 @@ fn given(request: &Request) -> Option<String> {
 /// and log span, and puts it on the response.
 pub async fn assign(request: Request, next: Next) -> Response {
     let id = given(&request).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let span = tracing::info_span!("request", request_id = %id);
+    // The trace's ids join the log lines of a request that carries one
+    // (the `link` span records its own span id when it starts).
+    let trace_id = TraceContext::from_headers(request.headers()).map(|c| c.trace_id());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        trace_id = trace_id.as_deref(),
+        span_id = tracing::field::Empty
+    );
     let mut response = REQUEST_ID
         .scope(id.clone(), next.run(request).instrument(span))
         .await;
@@ -57,6 +68,64 @@ pub async fn assign(request: Request, next: Next) -> Response {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
     response
+}
+
+/// The access log (`serve --access-log`): one line per request at `info`,
+/// under the target [`ACCESS_TARGET`], with its method, path, status, time
+/// taken and request id; tower-http's trace layer times it.
+pub type AccessLog =
+    TraceLayer<SharedClassifier<ServerErrorsAsFailures>, Access, (), Access, (), (), ()>;
+
+/// The access log's target, to filter it apart (`nomos_continue::access=off`).
+pub const ACCESS_TARGET: &str = "nomos_continue::access";
+
+/// The access log's layer.
+pub fn access_log() -> AccessLog {
+    TraceLayer::new_for_http()
+        .make_span_with(Access)
+        .on_request(())
+        .on_response(Access)
+        .on_body_chunk(())
+        .on_eos(())
+        .on_failure(())
+}
+
+/// What the access log writes: the request's span, and its line when the
+/// response is ready.
+#[derive(Debug, Clone, Copy)]
+pub struct Access;
+
+impl<B> MakeSpan<B> for Access {
+    fn make_span(&mut self, request: &axum::http::Request<B>) -> tracing::Span {
+        let trace_id = TraceContext::from_headers(request.headers()).map(|c| c.trace_id());
+        tracing::info_span!(
+            target: ACCESS_TARGET,
+            "access",
+            method = %request.method(),
+            path = %request.uri().path(),
+            trace_id = trace_id.as_deref()
+        )
+    }
+}
+
+impl<B> OnResponse<B> for Access {
+    fn on_response(
+        self,
+        response: &axum::http::Response<B>,
+        latency: std::time::Duration,
+        _span: &tracing::Span,
+    ) {
+        let request_id = (response.headers().get(REQUEST_ID_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        tracing::info!(
+            target: ACCESS_TARGET,
+            status = response.status().as_u16(),
+            ms = latency.as_secs_f64() * 1e3,
+            request_id,
+            "request"
+        );
+    }
 }
 
 /// The middleware that counts every answered request in `metrics`, by the

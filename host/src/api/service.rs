@@ -15,7 +15,9 @@ use axum::Json;
 use super::error::ApiError;
 use super::wire::{Health, Readiness};
 use super::AppState;
-use crate::metrics::{self, BacklogGauges, DatabaseGauges, PoolGauges, Scrape, TableGauges};
+use crate::metrics::{
+    self, BacklogGauges, DatabaseGauges, PoolGauges, ProcessGauges, Scrape, TableGauges,
+};
 use crate::policy::PolicyHandle;
 use crate::store::Store;
 
@@ -102,6 +104,7 @@ pub(super) async fn metrics(
             pool_gauges("worker", &state.worker_store),
             pool_gauges("requests", &state.store),
         ],
+        process: ProcessGauges::read(),
     };
     Ok((
         [(CONTENT_TYPE, metrics::CONTENT_TYPE)],

@@ -165,10 +165,7 @@ fn new_token() -> String {
 
 /// A push token's SHA-256 as lowercase hex: all the store keeps of it.
 pub(super) fn token_sha256(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 #[cfg(test)]

@@ -8,8 +8,10 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::policy::Limits;
+pub use crate::telemetry::{init_logs, LogFormat};
 
 pub mod demo;
+pub mod duration;
 pub mod migrate;
 pub mod openapi;
 pub mod policy;
@@ -65,10 +67,18 @@ pub fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
 /// compile a revision into the cache `serve` then loads it from.
 #[derive(Args, Clone, Debug)]
 pub struct PolicyLimitArgs {
-    /// CPU time one policy call (or batch) may use, in milliseconds.
-    #[arg(long, env = "NOMOS_CONTINUE_POLICY_DEADLINE_MS",
-          default_value_t = Limits::DEFAULT.deadline.as_millis() as u64)]
-    pub policy_deadline_ms: u64,
+    /// CPU time one policy call (or batch) may use (`50ms`).
+    #[arg(long, env = "NOMOS_CONTINUE_POLICY_DEADLINE", default_value = "50ms",
+          value_parser = duration::parse)]
+    pub policy_deadline: Duration,
+    /// Deprecated: `--policy-deadline` in milliseconds.
+    #[arg(
+        long,
+        env = "NOMOS_CONTINUE_POLICY_DEADLINE_MS",
+        hide = true,
+        conflicts_with = "policy_deadline"
+    )]
+    pub policy_deadline_ms: Option<u64>,
     /// Linear memory one policy instance may grow to, in MiB.
     #[arg(long, env = "NOMOS_CONTINUE_POLICY_MEMORY_MIB",
           default_value_t = Limits::DEFAULT.max_memory_bytes >> 20)]
@@ -107,7 +117,13 @@ impl PolicyLimitArgs {
 
     /// Overrides the sandbox fields of `limits` with these flags.
     pub fn apply(&self, limits: &mut Limits) {
-        limits.deadline = Duration::from_millis(self.policy_deadline_ms.max(1));
+        let deadline = duration::legacy(
+            self.policy_deadline_ms,
+            duration::Unit::Millis,
+            ("--policy-deadline-ms", "--policy-deadline"),
+            self.policy_deadline,
+        );
+        limits.deadline = deadline.max(Duration::from_millis(1));
         limits.max_memory_bytes = self.policy_memory_mib.max(1) << 20;
         limits.core_instances_per_sandbox = self.policy_core_instances;
         limits.memories_per_sandbox = self.policy_memories;

@@ -66,7 +66,7 @@ pub fn check(wasm: &Path, limit_args: &PolicyLimitArgs) -> Result<ExitCode> {
         millis(profile.decide_batch / PROFILE_BATCH as u32)
     );
     println!(
-        "slowest probe  {} of the {} CPU deadline (--policy-deadline-ms)",
+        "slowest probe  {} of the {} CPU deadline (--policy-deadline)",
         millis(profile.slowest_probe),
         millis(limits.deadline)
     );

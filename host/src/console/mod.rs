@@ -16,12 +16,12 @@
 //! | route | what | scope |
 //! | --- | --- | --- |
 //! | `GET /ui`, `/ui/assets/*` | the page, script and style | none (no data) |
-//! | `GET /ui/fragments/sessions` | the overview strip; sessions with their status, filtered (`?filter=`, `?status=`), paged, searched | runtime |
-//! | `GET /ui/fragments/sessions/{id}` | one session's timeline, one group per execution, paged; retry and drop buttons for the admin token | runtime |
-//! | `GET /ui/fragments/policy` | active, shadow, disagreements, revisions | runtime |
-//! | `GET /ui/fragments/playground` | the playground's forms, pre-filled | runtime |
-//! | `POST /ui/fragments/playground/extract` | ids the active policy extracts | runtime |
-//! | `POST /ui/fragments/playground/decide` | active and candidate decisions | runtime |
+//! | `GET /ui/fragments/sessions` | the overview strip and what the signed-in token may do; sessions with their status, filtered (`?filter=`, `?status=`), paged, searched | read |
+//! | `GET /ui/fragments/sessions/{id}` | one session's timeline, one group per execution, paged; retry and drop buttons for the admin token | read |
+//! | `GET /ui/fragments/policy` | active, shadow, disagreements, revisions | read |
+//! | `GET /ui/fragments/playground` | the playground's forms, pre-filled | read |
+//! | `POST /ui/fragments/playground/extract` | ids the active policy extracts | read |
+//! | `POST /ui/fragments/playground/decide` | active and candidate decisions | read |
 //! | `GET /ui/fragments/playground/candidate` | 204: this token may upload (asked before sending megabytes) | admin |
 //! | `PUT /ui/fragments/playground/candidate` | hold a candidate for evaluation | admin |
 //!
@@ -74,7 +74,7 @@ pub fn router(app: AppState) -> Router {
         app: app.clone(),
         candidates: Arc::new(Candidates::default()),
     };
-    let runtime = Router::new()
+    let reads = Router::new()
         .route("/ui/fragments/sessions", get(sessions::list))
         .route(
             "/ui/fragments/sessions/{session_id}",
@@ -91,7 +91,7 @@ pub fn router(app: AppState) -> Router {
             post(playground::decide).layer(caps.decision_input.layer()),
         )
         .route_layer(middleware::from_fn_with_state(
-            (app.clone(), Scope::Runtime),
+            (app.clone(), Scope::Read),
             scoped,
         ));
     let admin = Router::new()
@@ -105,7 +105,7 @@ pub fn router(app: AppState) -> Router {
             (app.clone(), Scope::Admin),
             scoped,
         ));
-    let fragments = runtime
+    let fragments = reads
         .merge(admin)
         .layer(middleware::map_response_with_state(app.clone(), no_store));
     Router::new()

@@ -4,11 +4,12 @@
 
 use askama::Template;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Html;
 
 use super::format::{render, short, Moment};
 use super::state::Console;
-use crate::api::{task_failed, ApiError};
+use crate::api::{task_failed, ApiError, Scope};
 use crate::policy::PolicyHandle;
 use crate::store::Shown;
 
@@ -56,6 +57,10 @@ struct RevisionRow {
 #[derive(Template)]
 #[template(path = "policy.html")]
 struct PolicyView {
+    /// Whether the page offers the policy's buttons: not to the read
+    /// token, which the API would refuse (the runtime's token is shown
+    /// them, and the API's 403 says what it lacks).
+    acts: bool,
     active: Described,
     counters: Vec<(&'static str, u64)>,
     shadow: Option<ShadowView>,
@@ -75,7 +80,11 @@ fn described(hash: String, info: Option<crate::policy::types::PolicyInfo>) -> De
     }
 }
 
-pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>, ApiError> {
+pub(super) async fn view(
+    State(console): State<Console>,
+    headers: HeaderMap,
+) -> Result<Html<String>, ApiError> {
+    let acts = console.scope(&headers) != Some(Scope::Read);
     let app = &console.app;
     let now = app.clock.now();
     let policy = PolicyHandle::from(&app.policy);
@@ -157,6 +166,7 @@ pub(super) async fn view(State(console): State<Console>) -> Result<Html<String>,
         })
         .collect();
     render(&PolicyView {
+        acts,
         active,
         counters,
         shadow,

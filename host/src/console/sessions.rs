@@ -5,6 +5,7 @@
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::HeaderMap;
 use axum::response::Html;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -54,6 +55,8 @@ pub(super) struct RowView {
 #[derive(Template)]
 #[template(path = "sessions.html")]
 struct SessionsView {
+    /// What the signed-in token may do.
+    signed_in: &'static str,
     strip: Strip,
     filters: Vec<FilterLink>,
     statuses: Vec<FilterLink>,
@@ -94,6 +97,7 @@ pub(super) fn row_view(row: &SessionRow, now: DateTime<Utc>) -> RowView {
 pub(super) async fn list(
     State(console): State<Console>,
     query: Result<Query<ListQuery>, QueryRejection>,
+    headers: HeaderMap,
 ) -> Result<Html<String>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let store = &console.app.store;
@@ -120,6 +124,7 @@ pub(super) async fn list(
         })
         .collect();
     let mut view = SessionsView {
+        signed_in: console.signed_in(&headers),
         strip: Strip::of(store.pulse(now).await?),
         filters,
         statuses,

@@ -11,7 +11,6 @@
 use askama::Template;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::header::AUTHORIZATION;
 use axum::http::HeaderMap;
 use axum::response::Html;
 use serde::Deserialize;
@@ -190,11 +189,7 @@ pub(super) async fn timeline(
 /// Whether the request's token opens the admin routes (the retry and drop
 /// buttons call them); with no token configured every route is open.
 fn is_admin(console: &Console, headers: &HeaderMap) -> bool {
-    let bearer = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    console.app.auth.check(Scope::Admin, bearer).is_ok()
+    console.scope(headers) == Some(Scope::Admin)
 }
 
 fn notice_view(n: NoticeRow, now: chrono::DateTime<chrono::Utc>) -> NoticeView {

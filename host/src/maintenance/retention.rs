@@ -37,10 +37,10 @@ pub const KEY_RETENTION: chrono::Duration = chrono::Duration::hours(48);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TextRetention {
     /// The note and last error of settled deliveries
-    /// (`serve --delivery-retention-days`), counted from their last update.
+    /// (`serve --delivery-retention`), counted from their last update.
     pub deliveries: Option<Duration>,
     /// The chat turns and `chatWith` notices of sessions with nothing in
-    /// flight (`serve --chat-retention-days`), counted from their record.
+    /// flight (`serve --chat-retention`), counted from their record.
     pub chat: Option<Duration>,
 }
 

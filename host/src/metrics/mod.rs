@@ -13,6 +13,7 @@
 //! registry is built: an alert on `increase(...)` needs the series before
 //! its first increment, or the first failure goes unseen.
 
+mod process;
 mod scrape;
 
 use std::time::Duration;
@@ -24,6 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+pub use process::ProcessGauges;
 pub use scrape::{BacklogGauges, DatabaseGauges, PoolGauges, Scrape, TableGauges};
 
 /// The `Content-Type` of what [`Metrics::render`] returns.
@@ -412,8 +414,10 @@ impl Metrics {
     pub fn render(&self, scrape: &Scrape) -> String {
         let mut out = String::new();
         let read = scrape.registry();
+        let process = process::registry(scrape.process);
         let encoded = prometheus_text::encode(&mut out, &self.registry)
-            .and_then(|()| prometheus_text::encode(&mut out, &read));
+            .and_then(|()| prometheus_text::encode(&mut out, &read))
+            .and_then(|()| prometheus_text::encode(&mut out, &process));
         if encoded.is_err() {
             // Writing to a String does not fail; an encoder bug would.
             tracing::warn!("metrics: the exposition could not be encoded in full");

@@ -11,6 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::process::ProcessGauges;
 use super::PREFIX;
 use crate::policy::{PolicyFailure, PolicyStats, ShadowStats};
 
@@ -27,6 +28,8 @@ pub struct Scrape {
     pub database: DatabaseGauges,
     /// Each connection pool of this process.
     pub pools: Vec<PoolGauges>,
+    /// The process's CPU, memory and descriptors (`None` off Linux).
+    pub process: Option<ProcessGauges>,
 }
 
 /// The gauges read from the database at scrape time, so every replica

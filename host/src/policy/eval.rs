@@ -14,7 +14,7 @@ use super::types as t;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyFailure {
     /// The call ran past its deadline and was interrupted.
-    #[error("policy ran past its {0} ms CPU deadline (the host's limit; raise it with --policy-deadline-ms)")]
+    #[error("policy ran past its {0} ms CPU deadline (the host's limit; raise it with --policy-deadline)")]
     Timeout(u128),
     /// The policy asked for more memory than its cap allows.
     #[error("policy exhausted its memory cap of {0} bytes (the host's limit; raise it with --policy-memory-mib)")]

@@ -54,7 +54,6 @@ pub mod types;
 mod vet;
 
 pub use compiled::Revision;
-#[cfg(feature = "test-support")]
 pub use compiled::POLICY_EXPORT;
 pub use eval::PolicyFailure;
 pub use file::read_policy_file;

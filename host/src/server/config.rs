@@ -10,7 +10,7 @@ use super::exposure::Insecure;
 use super::tls::TlsFiles;
 use crate::agent::chat::DEFAULT_BUDGET_CHARS;
 use crate::agent::{OperatorConfig, WebhookSecret};
-use crate::api::Auth;
+use crate::api::{Auth, PushLimits};
 use crate::clock::Clock;
 use crate::maintenance::{HistoryRetention, Retention, TextRetention, DEFAULT_STUCK_AFTER};
 use crate::metrics::Metrics;
@@ -62,9 +62,16 @@ pub struct ServeConfig {
     /// naming several hosts) for a primary and its standbys, of which the
     /// writable one is used and followed (`Store::connect_any`).
     pub database_urls: Vec<String>,
+    /// Migrate the database at start-up (`serve` does unless
+    /// `--no-migrate`); off, a database not migrated to this version stops
+    /// the start instead.
+    pub migrate: bool,
     /// The runtime's bearer token (reporting and reading); with no token at
     /// all the API is open, which `serve` allows on loopback only.
     pub token: Option<String>,
+    /// The read-only bearer token (`--read-token`): `/metrics`, the GET
+    /// routes and the console, never a write.
+    pub read_token: Option<String>,
     /// The admin bearer token, the only one that changes the policy over
     /// HTTP; with a runtime token and no admin token, policy changes over
     /// HTTP are refused.
@@ -120,15 +127,15 @@ pub struct ServeConfig {
     /// How often the rescuer looks for expired leases, and the retention
     /// task purges the decision log.
     pub rescue_interval: Duration,
-    /// How long logged decisions are kept (`serve --decision-log-days`);
+    /// How long logged decisions are kept (`serve --decision-retention`);
     /// the worker logs none when `worker.log_decisions` is off.
     pub decision_retention: Duration,
     /// How long settled deliveries keep their note and last error, which
-    /// hold tool output (`serve --delivery-retention-days`); `None` keeps
+    /// hold tool output (`serve --delivery-retention`); `None` keeps
     /// them.
     pub delivery_retention: Option<Duration>,
     /// How long the chat history and `chatWith` notices of a session with
-    /// nothing in flight are kept (`serve --chat-retention-days`); `None`
+    /// nothing in flight are kept (`serve --chat-retention`); `None`
     /// keeps them.
     pub chat_retention: Option<Duration>,
     /// How long settled history is kept: ledger rows, ended windows, late
@@ -160,13 +167,20 @@ pub struct ServeConfig {
     /// HTTP connections held open at once (`--max-connections`); past it a
     /// new connection is answered 503 and closed (see `connections`).
     pub max_connections: usize,
+    /// The A2A push route's rate limits (`--push-rate`,
+    /// `--push-rate-total`).
+    pub push_limits: PushLimits,
+    /// Log every HTTP request (`--access-log`).
+    pub access_log: bool,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             database_urls: vec![DEFAULT_DATABASE_URL.into()],
+            migrate: true,
             token: None,
+            read_token: None,
             admin_token: None,
             tls: None,
             insecure: Insecure::default(),
@@ -198,6 +212,8 @@ impl Default for ServeConfig {
             otlp_endpoint: None,
             public_url: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            push_limits: PushLimits::default(),
+            access_log: false,
         }
     }
 }
@@ -206,6 +222,7 @@ impl ServeConfig {
     /// The API's tokens and what each opens.
     pub fn auth(&self) -> Auth {
         Auth::new(self.token.as_deref(), self.admin_token.as_deref())
+            .with_read(self.read_token.as_deref())
     }
 
     /// The retention task these settings describe.

@@ -11,6 +11,8 @@
 //! - `parts`: the policy, agent and clock a config names.
 //! - `registration`: the worker id's registration and the upkeep tasks.
 //! - `exposure`: which addresses may be served without a token or TLS.
+//! - `http`: the API's router with its layers, served on the listener.
+//! - `running`: [`Running`], the system while it runs, and its stop.
 //! - `timed`: the agent with every call timed into the metrics.
 //! - `tls`: TLS termination (rustls).
 //! - `connections`: the cap on open connections, refused at accept past it.
@@ -18,30 +20,30 @@
 mod config;
 mod connections;
 mod exposure;
+mod http;
 mod parts;
 mod registration;
+mod running;
 mod timed;
 mod tls;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use axum::{middleware, Router};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::{Agent, Operator};
-use crate::api::{self, AppState, BodyCaps};
+use crate::api::{self, AppState, BodyCaps, PushLimiter};
 use crate::clock::Clock;
-use crate::console;
 use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
 use crate::maintenance::{self, Rescuer, StuckWatch};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
+use crate::redact;
 use crate::store::{Database, Store};
 use crate::telemetry::Telemetry;
 use crate::worker::{spawn_pg_listener, Notifier, Worker};
@@ -50,6 +52,8 @@ pub use connections::DEFAULT_MAX_CONNECTIONS;
 #[cfg(feature = "test-support")]
 pub use exposure::ExposureError;
 pub use exposure::Insecure;
+pub use http::serve_http;
+pub use running::Running;
 #[cfg(feature = "test-support")]
 pub use tls::TlsError;
 pub use tls::{TlsFiles, TlsListener};
@@ -78,38 +82,39 @@ pub async fn serve(
     // Before the first span: the provider that makes it is the process's.
     let telemetry =
         Telemetry::install(config.otlp_endpoint.as_deref()).context("set up the span export")?;
+    // Which database, for the start's log line: never its password.
+    let databases = (config.database_urls.iter())
+        .map(|url| redact::database_url(url))
+        .collect::<Vec<_>>()
+        .join(", ");
     let server = Server::connect(config).await?;
     let store = server.store().clone();
     let stopped = async {
         let running = server.start(listener, shutdown).await?;
+        let policy = running.policy().active_revision().short().to_owned();
         println!(
-            "nomos-continue listening on {scheme}://{} (worker {}, policy {})",
+            "nomos-continue listening on {scheme}://{} (worker {}, policy {policy})",
             running.addr(),
             running.worker_id(),
-            running.policy().active_revision().short()
+        );
+        tracing::info!(
+            address = %format!("{scheme}://{}", running.addr()),
+            database = %databases,
+            worker = running.worker_id(),
+            %policy,
+            version = env!("CARGO_PKG_VERSION"),
+            "started"
         );
         running.wait().await
     }
     .await;
+    match &stopped {
+        Ok(()) => tracing::info!("stopped"),
+        Err(e) => tracing::error!("stopped: {e:#}"),
+    }
     store.close().await;
     telemetry.shutdown().await;
     stopped
-}
-
-/// Serves `app` on `listener` until `shutdown`, letting requests in flight
-/// finish: the API's and any HTTP endpoint a caller stands up beside it.
-pub async fn serve_http<L>(
-    listener: L,
-    app: Router,
-    shutdown: CancellationToken,
-) -> std::io::Result<()>
-where
-    L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
-{
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
 }
 
 /// Refuses to serve a non-loopback address without a token, or with one
@@ -124,11 +129,6 @@ fn check_exposure(listener: &TcpListener, config: &ServeConfig) -> Result<Option
         config.insecure,
     )?)
 }
-
-/// How long a request waits for a database connection before its 503: an
-/// outage (the database unreachable, its connections exhausted) answers
-/// within the API's bound of 1 s, not after a pool's 30 s.
-const REQUEST_ACQUIRE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The system before it starts: a store and a configuration, with every
 /// other part either injected or (at [`Server::start`]) built from the
@@ -150,13 +150,23 @@ pub struct Server {
 }
 
 impl Server {
-    /// Connects to `config.database_urls` and migrates it.
+    /// Connects to `config.database_urls` and migrates it, or (with
+    /// `config.migrate` off) checks that it is migrated.
     pub async fn connect(config: ServeConfig) -> Result<Self> {
         let urls: Vec<&str> = config.database_urls.iter().map(String::as_str).collect();
+        if !config.migrate {
+            // Checked as the read commands check, before anything opens
+            // the database to write: a missing SQLite file is not created.
+            Database::check_migrated_at(&urls)
+                .await
+                .context("--no-migrate: run `nomos-continue migrate` first")?;
+        }
         let database = Database::connect_any(&urls)
             .await
             .context("connect to the database")?;
-        database.migrate().await.context("migrate the database")?;
+        if config.migrate {
+            database.migrate().await.context("migrate the database")?;
+        }
         Ok(Self::new(config, database))
     }
 
@@ -387,7 +397,7 @@ impl Server {
         tasks.spawn(db_watcher.run(shutdown.clone()));
 
         let state = AppState {
-            store: store.for_requests(REQUEST_ACQUIRE),
+            store: store.for_requests(http::REQUEST_ACQUIRE),
             worker_store: store.clone(),
             policy: policy.clone(),
             clock,
@@ -397,15 +407,8 @@ impl Server {
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
             stuck_after: config.stuck_after,
-            public_url: config
-                .public_url
-                .clone()
-                .unwrap_or_else(|| {
-                    let scheme = if tls.is_some() { "https" } else { "http" };
-                    format!("{scheme}://{addr}")
-                })
-                .trim_end_matches('/')
-                .to_owned(),
+            public_url: http::public_url(&config, addr, tls.is_some()),
+            push_limiter: Arc::new(PushLimiter::new(config.push_limits)),
         };
         // A push lost while this replica was down is asked for, as is one
         // overdue; only where a worker runs, as the other loops that write.
@@ -413,24 +416,9 @@ impl Server {
             let poller = api::TaskPoller::new(state.clone(), config.task_poll_after);
             tasks.spawn(poller.run(shutdown.clone()));
         }
-        // The console beside the API, under the same tokens; every request
-        // to either counted by its route.
-        let measured = middleware::from_fn_with_state(metrics.clone(), api::measure);
-        let app = api::router(state.clone())
-            .merge(console::router(state))
-            .layer(measured);
+        let app = http::app(state, config.access_log);
         let cap = config.max_connections;
-        let api = match tls {
-            Some(tls) => {
-                let listener = TlsListener::new(listener, tls).context("serve TLS")?;
-                let listener = connections::CappedListener::new(listener, cap, metrics).await?;
-                tokio::spawn(serve_http(listener, app, shutdown.clone()))
-            }
-            None => {
-                let listener = connections::CappedListener::new(listener, cap, metrics).await?;
-                tokio::spawn(serve_http(listener, app, shutdown.clone()))
-            }
-        };
+        let api = http::spawn(listener, tls, cap, metrics, app, shutdown.clone()).await?;
         Ok(Running {
             addr,
             worker_id,
@@ -442,59 +430,5 @@ impl Server {
             heartbeat,
             tasks,
         })
-    }
-}
-
-/// The system while it runs; [`Running::wait`] is its end.
-pub struct Running {
-    addr: SocketAddr,
-    worker_id: String,
-    instance: Uuid,
-    store: Store,
-    policy: Arc<PolicyRuntime>,
-    shutdown: CancellationToken,
-    api: JoinHandle<std::io::Result<()>>,
-    heartbeat: JoinHandle<Result<()>>,
-    tasks: JoinSet<()>,
-}
-
-impl Running {
-    /// Where the API listens.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// The worker id this process registered.
-    pub fn worker_id(&self) -> &str {
-        &self.worker_id
-    }
-
-    /// The policy runtime (its active revision may change while it runs).
-    #[cfg_attr(feature = "test-support", visibility::make(pub))]
-    pub(crate) fn policy(&self) -> &Arc<PolicyRuntime> {
-        &self.policy
-    }
-
-    /// Waits until the API stops (the shutdown token, or a failure), then
-    /// stops everything else, lets deliveries in flight finish and frees the
-    /// worker id. The store stays open for the caller.
-    pub async fn wait(mut self) -> Result<()> {
-        let served = match self.api.await {
-            Ok(served) => served.context("serve the API"),
-            Err(e) => Err(anyhow::Error::new(e).context("the API task failed")),
-        };
-        self.shutdown.cancel();
-        while self.tasks.join_next().await.is_some() {}
-        let kept = self
-            .heartbeat
-            .await
-            .context("the worker heartbeat task failed")
-            .and_then(|kept| kept);
-        let worker_id = &self.worker_id;
-        if let Err(e) = self.store.unregister_worker(worker_id, self.instance).await {
-            tracing::warn!(worker = %worker_id, "could not unregister the worker id: {e}");
-        }
-        kept?;
-        served
     }
 }

@@ -14,6 +14,7 @@ use crate::clock::{Clock, OffsetClock, SystemClock};
 use crate::deploy::verify_revision;
 use crate::policy::read_policy_file;
 use crate::policy::PolicyRuntime;
+use crate::redact;
 use crate::signing::{self, Keyring};
 use crate::store::Store;
 
@@ -81,7 +82,7 @@ pub(super) fn build_agent(
             let history = Arc::new(StoreHistory::new(store.clone(), clock));
             let agent = ChatAgent::new(chat, history).context("configure chatWith")?;
             tracing::info!(
-                endpoint = agent.endpoint(),
+                endpoint = %redact::endpoint(agent.endpoint()),
                 "chatWith: history from the store"
             );
             Ok(Arc::new(agent))

@@ -42,6 +42,17 @@ impl Database {
         self.store.migrate().await
     }
 
+    /// Refuses a database not migrated to exactly this binary's schema
+    /// (see [`Store::check_migrated`]), opened as the read commands open
+    /// it, creating and changing nothing (see [`Store::open_to_read`]):
+    /// what a replica started with `--no-migrate` checks instead of
+    /// migrating.
+    pub async fn check_migrated_at(urls: &[&str]) -> Result<()> {
+        let store = Store::open_to_read(urls).await?;
+        store.close().await;
+        Ok(())
+    }
+
     /// Which database this is.
     pub fn backend(&self) -> Backend {
         self.store.backend()

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry::InstrumentationScope;
+use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
@@ -45,7 +45,7 @@ pub enum TelemetryError {
     /// The endpoint is not an `http` or `https` URL.
     #[error("invalid OTLP endpoint {endpoint:?}: {reason}")]
     Endpoint {
-        /// The endpoint as given.
+        /// The endpoint by its origin (see `redact`).
         endpoint: String,
         /// What is wrong with it.
         reason: String,
@@ -87,7 +87,7 @@ impl Telemetry {
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
         let provider = SdkTracerProvider::builder()
-            .with_resource(Resource::builder().with_service_name(SERVICE_NAME).build())
+            .with_resource(resource())
             .with_batch_exporter(exporter)
             .build();
         PROVIDER
@@ -116,6 +116,35 @@ impl Telemetry {
     }
 }
 
+/// The resource every exported span names: the SDK's (which reads
+/// `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`), with this crate's
+/// name as the service's unless the environment names it, and its version.
+fn resource() -> Resource {
+    let named = named_by_environment(
+        std::env::var("OTEL_SERVICE_NAME").ok().as_deref(),
+        std::env::var("OTEL_RESOURCE_ATTRIBUTES").ok().as_deref(),
+    );
+    let builder = Resource::builder()
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if named {
+        builder.build()
+    } else {
+        builder.with_service_name(SERVICE_NAME).build()
+    }
+}
+
+/// Whether the OpenTelemetry variables name the service: a non-empty
+/// `OTEL_SERVICE_NAME`, or `service.name` among the resource attributes.
+fn named_by_environment(service_name: Option<&str>, attributes: Option<&str>) -> bool {
+    let by_name = service_name.is_some_and(|name| !name.trim().is_empty());
+    let by_attribute = attributes.is_some_and(|list| {
+        list.split(',')
+            .filter_map(|pair| pair.split_once('='))
+            .any(|(key, value)| key.trim() == "service.name" && !value.trim().is_empty())
+    });
+    by_name || by_attribute
+}
+
 /// The tracer every span of this crate comes from.
 pub(super) fn tracer() -> &'static SdkTracer {
     TRACER.get_or_init(|| {
@@ -130,7 +159,7 @@ pub(super) fn tracer() -> &'static SdkTracer {
 /// The traces endpoint of a collector's base URL.
 fn traces_url(endpoint: &str) -> Result<String, TelemetryError> {
     let invalid = |reason: String| TelemetryError::Endpoint {
-        endpoint: endpoint.to_owned(),
+        endpoint: crate::redact::endpoint(endpoint),
         reason,
     };
     let url = reqwest::Url::parse(endpoint).map_err(|e| invalid(e.to_string()))?;
@@ -194,6 +223,27 @@ impl HttpClient for OnRuntime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_environment_names_the_service_when_it_says_so() {
+        assert!(!named_by_environment(None, None));
+        assert!(!named_by_environment(
+            Some("  "),
+            Some("deployment.environment=prod")
+        ));
+        assert!(named_by_environment(Some("runtime-a"), None));
+        assert!(named_by_environment(
+            None,
+            Some("team=x, service.name=runtime-a")
+        ));
+        assert!(!named_by_environment(None, Some("service.name=")));
+    }
+
+    #[test]
+    fn an_invalid_endpoint_is_named_by_its_origin() {
+        let err = traces_url("ftp://u:s3cret@collector.example/k").expect_err("refused");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
 
     #[test]
     fn the_traces_path_is_added_once() {

@@ -15,10 +15,15 @@
 //!   have real ids), and OTLP/HTTP export when an endpoint is configured.
 //! - `spans`: the `link`, `decide` and `deliver` spans, and keeping a
 //!   link's context.
+//! - `logs`: the process's log, text or JSON lines, each JSON line with the
+//!   trace and span ids of the span it was logged in.
 
 mod export;
+mod logs;
 mod spans;
 mod traceparent;
 
 pub use export::Telemetry;
+pub use logs::{init as init_logs, LogFormat};
 pub use spans::{reported, DecideSpan, DeliverSpan, LinkSpan};
+pub use traceparent::TraceContext;

@@ -79,6 +79,11 @@ impl LinkSpan {
             &parent(incoming.as_ref()),
             attributes,
         );
+        // The request's log lines name this span (see `request::assign`).
+        let context = span.span_context();
+        tracing::Span::current()
+            .record("trace_id", tracing::field::display(context.trace_id()))
+            .record("span_id", tracing::field::display(context.span_id()));
         Self {
             span,
             joined: incoming.is_some(),
@@ -200,6 +205,17 @@ impl DeliverSpan {
         ];
         let parent = parent(kept(trace).as_ref());
         Self(start("deliver", SpanKind::Client, &parent, attributes))
+    }
+
+    /// A log span naming this span's trace and span ids, for the lines
+    /// logged while the call runs.
+    pub fn log_span(&self) -> tracing::Span {
+        let context = self.0.span_context();
+        tracing::info_span!(
+            "deliver",
+            trace_id = %context.trace_id(),
+            span_id = %context.span_id()
+        )
     }
 
     /// What the call carries: this span's context, as `traceparent` and

@@ -1,10 +1,16 @@
 //! W3C Trace Context headers (`traceparent`, `tracestate`): reading them
 //! from a request, strictly, and writing them from a span.
 //!
-//! Why strict and silent: a header that is not a valid version-00
-//! `traceparent` names no trace we could join, so it is dropped (logged at
-//! debug) and the request goes on as if it had none. Tracing must never
-//! turn a runtime's write into an error.
+//! Why strict and silent: a header that is not a valid `traceparent` names
+//! no trace we could join, so it is dropped (logged at debug) and the
+//! request goes on as if it had none. Tracing must never turn a runtime's
+//! write into an error.
+//!
+//! A version above `00` (but `ff`, which W3C reserves as invalid) is read
+//! as W3C asks of a receiver that knows only version 00: its first 55
+//! characters hold the fields version 00 knows (anything after them must
+//! follow a `-`), its flags are read for the sampled bit alone, and it is
+//! passed on as version 00.
 
 use std::str::FromStr;
 
@@ -24,10 +30,10 @@ const MAX_TRACESTATE: usize = 512;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum InvalidTraceparent {
     /// Not four fields separated by `-`, or a field of the wrong length.
-    #[error("not version-00 traceparent syntax (00-<32 hex>-<16 hex>-<2 hex>)")]
+    #[error("not traceparent syntax (<2 hex>-<32 hex>-<16 hex>-<2 hex>)")]
     Syntax,
-    /// A version other than `00`.
-    #[error("unsupported version {0:?}")]
+    /// The version `ff`, which W3C reserves as invalid.
+    #[error("invalid version {0:?}")]
     Version(String),
     /// A field that is not lowercase hex.
     #[error("the {0} is not lowercase hex")]
@@ -54,25 +60,35 @@ impl TraceContext {
     /// asks of a receiver.
     pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Result<Self, InvalidTraceparent> {
         let traceparent = traceparent.trim();
-        let fields: Vec<&str> = traceparent.split('-').collect();
-        let [version, trace_id, parent_id, flags] = fields[..] else {
+        let version = traceparent.get(..2).ok_or(InvalidTraceparent::Syntax)?;
+        if !lower_hex(version) {
+            return Err(InvalidTraceparent::NotHex("version"));
+        }
+        if version == "ff" {
+            return Err(InvalidTraceparent::Version(version.to_owned()));
+        }
+        // Version 00 is exactly its four fields; a later version may add
+        // fields after them, each after a `-`.
+        let known = match (version, traceparent.len()) {
+            ("00", 55) => traceparent,
+            ("00", _) => return Err(InvalidTraceparent::Syntax),
+            (_, 55) => traceparent,
+            (_, len) if len > 55 && traceparent.as_bytes()[55] == b'-' => &traceparent[..55],
+            _ => return Err(InvalidTraceparent::Syntax),
+        };
+        let fields: Vec<&str> = known.split('-').collect();
+        let [_, trace_id, parent_id, flags] = fields[..] else {
             return Err(InvalidTraceparent::Syntax);
         };
-        if version.len() != 2 || trace_id.len() != 32 || parent_id.len() != 16 || flags.len() != 2 {
+        if trace_id.len() != 32 || parent_id.len() != 16 || flags.len() != 2 {
             return Err(InvalidTraceparent::Syntax);
-        }
-        if version != "00" {
-            return Err(InvalidTraceparent::Version(version.to_owned()));
         }
         for (name, field) in [
             ("trace id", trace_id),
             ("parent id", parent_id),
             ("flags", flags),
         ] {
-            if !field
-                .bytes()
-                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            {
+            if !lower_hex(field) {
                 return Err(InvalidTraceparent::NotHex(name));
             }
         }
@@ -81,8 +97,15 @@ impl TraceContext {
                 return Err(InvalidTraceparent::Zero(name));
             }
         }
+        let traceparent = if version == "00" {
+            known.to_owned()
+        } else {
+            // Of a later version's flags only the sampled bit is known.
+            let sampled = u8::from_str_radix(flags, 16).unwrap_or(0) & 1;
+            format!("00-{trace_id}-{parent_id}-{sampled:02x}")
+        };
         Ok(Self {
-            traceparent: traceparent.to_owned(),
+            traceparent,
             tracestate: tracestate.and_then(valid_tracestate),
         })
     }
@@ -119,6 +142,11 @@ impl TraceContext {
         self.tracestate.as_deref()
     }
 
+    /// The trace id (32 hex digits), for log lines.
+    pub fn trace_id(&self) -> String {
+        self.traceparent.get(3..35).unwrap_or_default().to_owned()
+    }
+
     /// The span it names as a remote parent.
     pub(super) fn span_context(&self) -> SpanContext {
         let field = |range: std::ops::Range<usize>| self.traceparent.get(range).unwrap_or("0");
@@ -153,6 +181,13 @@ impl TraceContext {
 
 /// `tracestate` as kept: non-empty, at most [`MAX_TRACESTATE`] characters,
 /// and a list OpenTelemetry accepts.
+/// Lowercase hexadecimal digits only, as every field is written.
+fn lower_hex(field: &str) -> bool {
+    field
+        .bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 fn valid_tracestate(text: &str) -> Option<String> {
     let text = text.trim();
     if text.is_empty() || text.len() > MAX_TRACESTATE {
@@ -193,8 +228,16 @@ mod tests {
     fn invalid_headers_are_refused() {
         let cases = [
             (
-                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                "version",
+                "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "version ff",
+            ),
+            (
+                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x",
+                "a later version's extra field without its dash",
+            ),
+            (
+                "0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "version not hex",
             ),
             (
                 "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
@@ -227,6 +270,26 @@ mod tests {
                 TraceContext::parse(header, None).is_err(),
                 "{why}: {header}"
             );
+        }
+    }
+
+    /// W3C: a receiver parses a higher version's known fields and passes
+    /// the context on as version 00.
+    #[test]
+    fn a_later_version_is_read_for_the_fields_it_shares() {
+        let trace = "4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7";
+        for (header, flags) in [
+            (format!("01-{trace}-01"), "01"),
+            (format!("cc-{trace}-09-what-comes-next"), "01"),
+            (format!("02-{trace}-fe"), "00"),
+        ] {
+            let parsed = TraceContext::parse(&header, None).expect(&header);
+            assert_eq!(
+                parsed.traceparent(),
+                format!("00-{trace}-{flags}"),
+                "{header}"
+            );
+            assert_eq!(parsed.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
         }
     }
 

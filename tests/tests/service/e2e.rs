@@ -40,7 +40,7 @@ impl Serve {
             .args(["--database-url", database_url])
             .args(["--listen", "127.0.0.1:0"])
             .args(["--agent-webhook", webhook])
-            .args(["--poll-ms", "200"])
+            .args(["--poll-interval", "200ms"])
             .env_remove("NOMOS_CONTINUE_TOKEN")
             .env_remove("NOMOS_CONTINUE_AGENT_OPENAI")
             .env_remove("NOMOS_CONTINUE_POLICY")

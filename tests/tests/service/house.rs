@@ -328,6 +328,8 @@ fn the_library_exports_what_its_root_lists() {
         "agent::Continuation",
         "agent::ExecutionReport",
         "agent::Notice",
+        "api::PushLimits",
+        "api::Rate",
         "commands (hidden)",
         "policy::Limits",
         "server::serve",

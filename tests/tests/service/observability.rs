@@ -8,6 +8,7 @@
 //! without it the promtool parts skip, except under `CI=true`, where they
 //! fail.
 
+mod logs;
 mod secrets;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,7 +50,7 @@ fn documented() -> BTreeMap<String, String> {
             let kind = rest.split(" | ").next()?;
             Some((name.to_owned(), kind.to_owned()))
         })
-        .filter(|(name, _)| name.starts_with("nomos_continue_"))
+        .filter(|(name, _)| name.starts_with("nomos_continue_") || name.starts_with("process_"))
         .collect()
 }
 

@@ -29,7 +29,7 @@ async fn dead_agent() -> RecordingServer {
 /// A replica whose continuations give up after a one-second budget.
 fn options(db: &str, agent: &RecordingServer, extra: &[&str]) -> ReplicaOptions {
     let mut options = ReplicaOptions::new(db, &agent.url("/hook"), "operator-1");
-    options.extra_args = ["--retry-budget-secs", "1"]
+    options.extra_args = ["--retry-budget", "1s"]
         .iter()
         .chain(extra)
         .map(|s| s.to_string())

@@ -95,3 +95,72 @@ async fn an_unmigrated_postgres_database_is_not_migrated() {
     assert!(tables.is_empty(), "a read created tables: {tables:?}");
     db.cleanup().await;
 }
+
+/// `serve --no-migrate` on a database `migrate` has not brought up to this
+/// version stops before serving, says why and migrates nothing.
+#[test]
+fn serve_with_no_migrate_refuses_an_unmigrated_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("empty.db");
+    std::fs::File::create(&file).expect("create the file");
+    let output = std::process::Command::new(binary())
+        .args(["serve", "--no-migrate", "--listen", "127.0.0.1:0"])
+        .args(["--database-url", &format!("sqlite:{}", file.display())])
+        .current_dir(dir.path())
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run serve");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "serve started: {stderr}");
+    assert!(
+        stderr.contains("--no-migrate") && stderr.contains("nomos-continue migrate"),
+        "{stderr}"
+    );
+    let bytes = std::fs::metadata(&file).expect("the file").len();
+    assert_eq!(bytes, 0, "serve --no-migrate wrote {bytes} bytes");
+}
+
+/// A database URL's password appears in no error: a connection refused,
+/// from a read command and from `serve`, in text and in JSON logs.
+#[test]
+fn a_failing_connection_prints_no_password() {
+    const PLANTED: &str = "s3cretpw";
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let url = format!("postgres://nomos:{PLANTED}@127.0.0.1:{port}/nomos");
+    let commands = [
+        vec!["status"],
+        vec!["serve", "--listen", "127.0.0.1:0"],
+        vec!["--log-format", "json", "serve", "--listen", "127.0.0.1:0"],
+        vec!["migrate"],
+    ];
+    // At once: each waits out the pool's connect timeout before it fails.
+    let outputs: Vec<Output> = std::thread::scope(|scope| {
+        let running: Vec<_> = (commands.iter())
+            .map(|args| {
+                let url = &url;
+                scope.spawn(move || {
+                    std::process::Command::new(binary())
+                        .args(args)
+                        .env("DATABASE_URL", url)
+                        .output()
+                        .unwrap_or_else(|e| panic!("run {args:?}: {e}"))
+                })
+            })
+            .collect();
+        (running.into_iter())
+            .map(|r| r.join().expect("the command's thread"))
+            .collect()
+    });
+    for (args, output) in commands.iter().zip(&outputs) {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+        assert!(
+            !stderr.contains(PLANTED) && !stdout.contains(PLANTED),
+            "{args:?} printed the password: {stderr}{stdout}"
+        );
+        assert!(stderr.contains("error"), "{args:?} says nothing: {stderr}");
+    }
+}

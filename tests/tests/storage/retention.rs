@@ -1,8 +1,8 @@
 //! The retention of tool output on both backends, through the retention
 //! task on an injected clock: settled deliveries past
-//! `--delivery-retention-days` lose their note and error (and cannot be
+//! `--delivery-retention` lose their note and error (and cannot be
 //! retried), idle sessions' chat turns and notices past
-//! `--chat-retention-days` are deleted, and what is recent or still needed
+//! `--chat-retention` are deleted, and what is recent or still needed
 //! (a pending delivery, a notice the operator's channel has not finished,
 //! the history of a session with an unsettled link or an open window) is
 //! kept.

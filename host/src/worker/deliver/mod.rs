@@ -38,6 +38,7 @@ use chrono::{DateTime, Utc};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::agent::{AgentError, Continuation, Notice};
 use crate::store::{Claim, Delivery, DeliveryKind, Episode, LinkTrace, Poll};
@@ -415,22 +416,25 @@ impl Deliverer {
         }
         let span = trace::span(delivery, trace.as_ref());
         let (traceparent, tracestate) = span.headers();
-        let result = match ready {
-            Ready::Continuation(mut continuation) => {
-                (continuation.traceparent, continuation.tracestate) = (traceparent, tracestate);
-                self.agent.continue_session(&continuation).await
-            }
-            Ready::Notice => {
-                let notice = Notice {
-                    session_id: delivery.session_id,
-                    idempotency_key: delivery.idempotency_key.clone(),
-                    message: delivery.note.clone(),
-                    traceparent,
-                    tracestate,
-                };
-                self.agent.notify(&notice).await
+        let call = async {
+            match ready {
+                Ready::Continuation(mut continuation) => {
+                    (continuation.traceparent, continuation.tracestate) = (traceparent, tracestate);
+                    self.agent.continue_session(&continuation).await
+                }
+                Ready::Notice => {
+                    let notice = Notice {
+                        session_id: delivery.session_id,
+                        idempotency_key: delivery.idempotency_key.clone(),
+                        message: delivery.note.clone(),
+                        traceparent,
+                        tracestate,
+                    };
+                    self.agent.notify(&notice).await
+                }
             }
         };
+        let result = call.instrument(span.log_span()).await;
         trace::end(span, &result);
         result.map_err(NotAccepted::Failed)
     }

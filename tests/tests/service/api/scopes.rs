@@ -233,3 +233,94 @@ async fn without_a_token_another_site_s_page_is_refused() {
         .await;
     assert_eq!(answer.status, 200, "{}", answer.text);
 }
+
+/// The read token reads every GET route, `/metrics` and the console, and
+/// is refused (403) on every write; the runtime's token still writes.
+#[tokio::test]
+async fn the_read_token_reads_and_writes_nothing() {
+    let (store, _dir) = fresh_sqlite().await;
+    let config = nomos_continue::ServeConfig {
+        token: Some("rt".into()),
+        read_token: Some("rd".into()),
+        admin_token: Some("adm".into()),
+        ..nomos_continue::ServeConfig::default()
+    };
+    let api = ServedApi::start_configured(store, config).await;
+    let session = Uuid::new_v4();
+    let answer = api
+        .json(
+            "POST",
+            &format!("/v1/sessions/{session}/approvals"),
+            &json!({"decision": "approve", "route": "chat"}),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    for path in [
+        "/v1/overview".to_owned(),
+        "/v1/sessions".to_owned(),
+        format!("/v1/sessions/{session}"),
+        format!("/v1/sessions/{session}/links"),
+        "/v1/policy".to_owned(),
+        "/metrics".to_owned(),
+        "/ui/fragments/sessions".to_owned(),
+        format!("/ui/fragments/sessions/{session}"),
+        "/ui/fragments/policy".to_owned(),
+    ] {
+        let answer = api.send_with("GET", &path, "", Some("rd")).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text);
+        api.send_with("GET", &path, "", Some("wrong"))
+            .await
+            .expect_error(401);
+    }
+    let writes = [
+        ("POST", format!("/v1/sessions/{session}/approvals")),
+        ("POST", format!("/v1/sessions/{session}/tool-results")),
+        ("POST", format!("/v1/sessions/{session}/turns")),
+        ("POST", format!("/v1/sessions/{session}/tasks")),
+        ("PUT", format!("/v1/executions/{}", Uuid::new_v4())),
+        ("POST", format!("/v1/deliveries/{}/retry", Uuid::new_v4())),
+        ("POST", "/v1/mcp/tasks".to_owned()),
+        ("PUT", "/v1/policy".to_owned()),
+        ("POST", "/v1/policy/rollback".to_owned()),
+    ];
+    for (method, path) in &writes {
+        let body = api
+            .send_with(method, path, "{}", Some("rd"))
+            .await
+            .expect_error(403);
+        assert!(
+            body["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("only reads")),
+            "{method} {path}: {body}"
+        );
+    }
+    let window = api
+        .send_with("GET", &format!("/v1/sessions/{session}"), "", Some("rd"))
+        .await
+        .json();
+    assert_eq!(
+        window["window"]["route"], "chat",
+        "the approval stands: {window}"
+    );
+    // The console says what each token may do.
+    for (token, says) in [
+        ("rd", "Signed in with the read token"),
+        ("rt", "Signed in with the runtime"),
+        ("adm", "Signed in with the admin token"),
+    ] {
+        let page = api
+            .send_with("GET", "/ui/fragments/sessions", "", Some(token))
+            .await;
+        assert!(page.text.contains(says), "{token}: {}", page.text);
+        let policy = api
+            .send_with("GET", "/ui/fragments/policy", "", Some(token))
+            .await;
+        assert_eq!(
+            policy.text.contains("Roll back"),
+            token != "rd",
+            "{token}: the policy's buttons: {}",
+            policy.text
+        );
+    }
+}

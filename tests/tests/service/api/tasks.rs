@@ -376,3 +376,50 @@ async fn mcp_2026_inline_results_notifications_and_refusals() {
         .await;
     assert_eq!(open.status, 401);
 }
+
+/// The push route's limits: a token past its allowance is answered 429
+/// with `Retry-After` and the rate-limited problem, another token is not,
+/// and a wrong token spends nothing of a real one's; the server-wide limit
+/// refuses before the token is looked at. Rates per hour: no bucket refills
+/// while the test runs.
+#[tokio::test]
+async fn pushes_past_their_rate_are_answered_429_with_retry_after() {
+    let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
+    let rate = |text| nomos_continue::Rate::parse(text).expect("a rate");
+    let config = nomos_continue::ServeConfig {
+        token: Some(TOKEN.into()),
+        push_limits: nomos_continue::PushLimits {
+            per_token: rate("2/h"),
+            total: rate("6/h"),
+        },
+        ..nomos_continue::ServeConfig::default()
+    };
+    let api = ServedApi::start_configured(store, config).await;
+    let session = Uuid::new_v4();
+    let (a, token_a) = register(&api, session, "task-a").await;
+    let (b, token_b) = register(&api, session, "task-b").await;
+    let working = |task| status_update(task, "TASK_STATE_WORKING", None);
+    push(&api, a, "not-the-token", &working("task-a"))
+        .await
+        .expect_error(401);
+    for _ in 0..2 {
+        let answer = push(&api, a, &token_a, &working("task-a")).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+    }
+    let refused = push(&api, a, &token_a, &working("task-a")).await;
+    let retry_after: u64 = (refused.header("retry-after"))
+        .and_then(|v| v.parse().ok())
+        .expect("a Retry-After in seconds");
+    assert!((1..=1800).contains(&retry_after), "{retry_after}");
+    let problem = refused.expect_error(429);
+    assert_eq!(problem["type"], "urn:nomos-continue:problem:rate-limited");
+    let answer = push(&api, b, &token_b, &working("task-b")).await;
+    assert_eq!(answer.status, 200, "another token: {}", answer.text);
+    // Five taken of six (the wrong token's included): one more, then none.
+    let answer = push(&api, b, &token_b, &working("task-b")).await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let problem = push(&api, b, "not-the-token", &working("task-b"))
+        .await
+        .expect_error(429);
+    assert_eq!(problem["type"], "urn:nomos-continue:problem:rate-limited");
+}

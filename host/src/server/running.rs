@@ -1,0 +1,66 @@
+//! The system while it runs, and how it stops.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::policy::PolicyRuntime;
+use crate::store::Store;
+
+/// The system while it runs; [`Running::wait`] is its end.
+pub struct Running {
+    pub(super) addr: SocketAddr,
+    pub(super) worker_id: String,
+    pub(super) instance: Uuid,
+    pub(super) store: Store,
+    pub(super) policy: Arc<PolicyRuntime>,
+    pub(super) shutdown: CancellationToken,
+    pub(super) api: JoinHandle<std::io::Result<()>>,
+    pub(super) heartbeat: JoinHandle<Result<()>>,
+    pub(super) tasks: JoinSet<()>,
+}
+
+impl Running {
+    /// Where the API listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The worker id this process registered.
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// The policy runtime (its active revision may change while it runs).
+    #[cfg_attr(feature = "test-support", visibility::make(pub))]
+    pub(crate) fn policy(&self) -> &Arc<PolicyRuntime> {
+        &self.policy
+    }
+
+    /// Waits until the API stops (the shutdown token, or a failure), then
+    /// stops everything else, lets deliveries in flight finish and frees the
+    /// worker id. The store stays open for the caller.
+    pub async fn wait(mut self) -> Result<()> {
+        let served = match self.api.await {
+            Ok(served) => served.context("serve the API"),
+            Err(e) => Err(anyhow::Error::new(e).context("the API task failed")),
+        };
+        self.shutdown.cancel();
+        while self.tasks.join_next().await.is_some() {}
+        let kept = self
+            .heartbeat
+            .await
+            .context("the worker heartbeat task failed")
+            .and_then(|kept| kept);
+        let worker_id = &self.worker_id;
+        if let Err(e) = self.store.unregister_worker(worker_id, self.instance).await {
+            tracing::warn!(worker = %worker_id, "could not unregister the worker id: {e}");
+        }
+        kept?;
+        served
+    }
+}
