@@ -6,10 +6,12 @@
 //! A runtime embeds the engine through what this root re-exports: open a
 //! [`Database`], implement [`Agent`] (or let the configuration name a
 //! webhook), and run the one assembly, [`Server`], with a [`ServeConfig`].
+//! What the runtime writes goes in through [`Running::intake`], in
+//! process: the operations the HTTP API's write routes call.
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
-//! use nomos_continue::{Database, ServeConfig, Server};
+//! use nomos_continue::{Database, Route, ServeConfig, Server};
 //!
 //! let config = ServeConfig::default();
 //! let database = Database::connect("sqlite:nomos-continue.db").await?;
@@ -17,6 +19,12 @@
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7300").await?;
 //! let shutdown = tokio_util::sync::CancellationToken::new();
 //! let running = Server::new(config, database).start(listener, shutdown).await?;
+//! let (session, execution) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+//! let intake = running.intake();
+//! intake.approve(session, Route::Api, None).await?;
+//! let text = format!("started, execution {execution}");
+//! intake.link_tool_result(session, text, None).await?;
+//! intake.record_status(execution, "failed", "exit 1", None).await?;
 //! running.wait().await
 //! # }
 //! ```
@@ -44,7 +52,12 @@
 //!   continuations and a deliverer that calls the agent, and its wake-ups.
 //! - `maintenance`: the rescuer (expired leases) and the decision log's
 //!   retention, each on its own interval.
-//! - `api`: the HTTP API (axum), one handler module per resource.
+//! - `intake`: what comes in, whoever brings it: a tool result's links, a
+//!   status report, an approval, a protocol task and its pushes, as plain
+//!   methods of [`Intake`] that the API, the pollers and an embedding
+//!   runtime call alike.
+//! - `api`: the HTTP API (axum), one handler module per resource: parse,
+//!   authorise, call the intake, answer.
 //! - `protocols`: MCP Tasks and A2A bodies of every version read into the
 //!   task, its state verbatim and the text a note carries (pure: no
 //!   database, no HTTP).
@@ -62,6 +75,8 @@
 //!   among them); `main.rs` only parses arguments.
 
 #![deny(missing_docs)]
+// Every type an embedder meets in a signature can be named from the root.
+#![warn(unnameable_types)]
 
 // The internal modules: public under `test-support`, private otherwise.
 // (Written out, not generated: a macro-made `mod` hides the modules from
@@ -90,6 +105,10 @@ mod console;
 pub mod deploy;
 #[cfg(not(feature = "test-support"))]
 mod deploy;
+#[cfg(feature = "test-support")]
+pub mod intake;
+#[cfg(not(feature = "test-support"))]
+mod intake;
 #[cfg(feature = "test-support")]
 pub mod maintenance;
 #[cfg(not(feature = "test-support"))]
@@ -133,9 +152,20 @@ mod redact;
 #[doc(hidden)]
 pub mod commands;
 
-pub use agent::{async_trait, Agent, AgentError, Continuation, ExecutionReport, Notice};
+pub use agent::{
+    async_trait, Agent, AgentError, Continuation, ExecutionReport, HistoryError, Notice,
+    NotifyFormat, Operator, OperatorConfig, SecretError, WebhookSecret,
+};
 pub use api::{PushLimits, Rate};
-pub use policy::Limits;
-pub use server::{serve, Insecure, Running, ServeConfig, Server, TlsFiles};
-pub use store::{Backend, Database, StoreError};
-pub use worker::WorkerConfig;
+pub use intake::{
+    Intake, IntakeError, Linked, McpRecorded, PushConfiguration, Recorded, TaskRegistered,
+    TaskRegistration,
+};
+pub use policy::{Limits, Revision};
+pub use server::{serve, Insecure, Running, ServeConfig, Server, TlsError, TlsFiles};
+pub use store::{
+    Backend, Claim, Database, DeliveryState, Execution, LinkOutcome, LinkTask, OperatorNotice,
+    Role, Route, StoreError, TaskSource, Turn, Window,
+};
+pub use telemetry::{InvalidTraceparent, TraceContext};
+pub use worker::{NotifyConfig, WorkerConfig};

@@ -4,7 +4,7 @@
 #
 # What it does, in order:
 #   - installs wrk with apt-get when it is missing;
-#   - recreates the PostgreSQL database nomos_bench_ingest on 127.0.0.1:5432
+#   - recreates the PostgreSQL database nomos_bench_ingest on 127.0.0.1:5432 (or --pg-port)
 #     (user postgres, trust auth), or with --sqlite uses a file in a temp dir;
 #   - starts a webhook receiver on loopback that answers 200 at once, so the
 #     worker's continuations and notices succeed and cost the agent nothing;
@@ -49,6 +49,10 @@
 #                      none; this measures the authenticated path)
 #   --unpaired         status reports never hit a linked execution
 #   --drain-timeout N  seconds to wait for the worker after a run (300)
+#   --pg-port N        the PostgreSQL on 127.0.0.1 to use (5432); give a
+#                      cluster of the benchmark's own, with autovacuum on
+#   --serve-arg ARG    one more argument for serve (repeat it), such as
+#                      --access-log, or --log-format json
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,6 +66,8 @@ use_sqlite=0
 with_token=0
 unpaired=0
 drain_timeout=300
+pg_port=5432
+extra_serve_args=()
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -75,6 +81,8 @@ while [[ $# -gt 0 ]]; do
     --with-token) with_token=1; shift ;;
     --unpaired) unpaired=1; shift ;;
     --drain-timeout) drain_timeout="$2"; shift 2 ;;
+    --pg-port) pg_port="$2"; shift 2 ;;
+    --serve-arg) extra_serve_args+=("$2"); shift 2 ;;
     -h|--help) usage ;;
     *) echo "unknown option: $1" >&2; usage ;;
   esac
@@ -128,9 +136,9 @@ if [[ $use_sqlite == 1 ]]; then
 else
   # FORCE: a serve left over from an interrupted run may still hold
   # connections, and a plain DROP would then fail.
-  PGOPTIONS="-c client_min_messages=warning" psql -h 127.0.0.1 -U postgres -v ON_ERROR_STOP=1 -q \
+  PGOPTIONS="-c client_min_messages=warning" psql -h 127.0.0.1 -p "$pg_port" -U postgres -v ON_ERROR_STOP=1 -q \
     -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
-  db_url="postgres://postgres@127.0.0.1:5432/$db"
+  db_url="postgres://postgres@127.0.0.1:$pg_port/$db"
 fi
 echo "database: $db_url"
 
@@ -198,6 +206,7 @@ if [[ $with_token == 1 ]]; then
   serve_args+=(--token-file "$work/runtime.token")
   auth=(-H "Authorization: Bearer $BENCH_TOKEN")
 fi
+serve_args+=("${extra_serve_args[@]}")
 # Not exec'd through a subshell, so $! is serve itself and /proc/$!/stat is
 # its CPU.
 NO_COLOR=1 "$binary" "${serve_args[@]}" > "$work/serve.out" 2> "$work/serve.log" &
@@ -325,7 +334,7 @@ committed_rows() {
     python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM " + sys.argv[2]).fetchone()[0])' \
       "$work/bench.db" "$1"
   else
-    psql -h 127.0.0.1 -U postgres -d "$db" -Atc "SELECT count(*) FROM $1"
+    psql -h 127.0.0.1 -p "$pg_port" -U postgres -d "$db" -Atc "SELECT count(*) FROM $1"
   fi
 }
 

@@ -20,9 +20,7 @@ pub use history::StoreHistory;
 pub use log::LogAgent;
 pub use operator::{NotifyFormat, Operator, OperatorConfig, OperatorWebhook};
 pub use payload::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent, WebhookEvent};
-#[cfg(feature = "test-support")]
-pub use signature::SecretError;
-pub use signature::WebhookSecret;
+pub use signature::{SecretError, WebhookSecret};
 pub use webhook::{WebhookAgent, WebhookConfig};
 
 /// Re-exported so a runtime implementing [`Agent`] or `ChatHistory` uses

@@ -7,12 +7,9 @@
 //! reports its one task: a body naming another is a 403, and nothing else
 //! (approvals, other executions, the policy) is reachable with it.
 //!
-//! Delivery is at least once and unordered across retries, so each push
-//! is taken for what it adds: artifacts are gathered (compare-and-set, so
-//! concurrent pushes do not lose one), and a state the execution does not
-//! hold already is recorded through the one path every report takes
-//! ([`record_status`]): a report after a terminal one is kept, not applied.
-//! The answer is quick: nothing here calls the agent.
+//! What a push adds is taken by the intake (`intake::a2a`): artifacts
+//! gathered, a new state recorded through the one path every report
+//! takes. The answer is quick: nothing here calls the agent.
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
@@ -23,18 +20,12 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::error::ApiError;
-use super::executions::record_status;
-use super::limits::max_result_bytes;
-use super::tasks::token_sha256;
 use super::AppState;
-use crate::protocols::a2a::{self, Artifact, TaskUpdate};
-use crate::protocols::{result, ProtocolError};
-use crate::store::TaskRecord;
+use crate::intake::token_sha256;
+use crate::protocols::a2a;
 
 /// The header both A2A SDKs put the push token in.
 const TOKEN_HEADER: &str = "x-a2a-notification-token";
-/// Tries of the artifacts' compare-and-set before giving up with a 503.
-const GATHER_TRIES: usize = 5;
 
 /// Takes one push. 200 `{}` when it was taken or changed nothing (a
 /// duplicate); 401 for a missing, wrong or expired token, and the same
@@ -73,26 +64,14 @@ pub(super) async fn receive_push(
         .and_then(|p| Uuid::parse_str(&p.0).ok())
         .ok_or(ApiError::Unauthorized)?;
     let token = push_token(&headers).ok_or(ApiError::Unauthorized)?;
-    let digest = token_sha256(token);
-    let record = state
-        .store
-        .push_task(execution_id, &digest, state.clock.now())
-        .await?
-        .ok_or(ApiError::Unauthorized)?;
-    state.push_limiter.admit_token(&digest)?;
+    let record = state.intake.push_record(execution_id, token).await?;
+    // Counted once the token is known good: a wrong one spends nothing of
+    // a real one's allowance.
+    state.push_limiter.admit_token(&token_sha256(token))?;
     json_content(&headers)?;
     let body = state.caps.execution.take(body)?;
     let update = a2a::read_push(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
-    if update.task_id != record.task_id {
-        return Err(ApiError::Forbidden(
-            ProtocolError::OtherTask {
-                expected: record.task_id,
-                named: update.task_id,
-            }
-            .to_string(),
-        ));
-    }
-    apply(&state, record, update).await?;
+    state.intake.take_update(record, update).await?;
     Ok(Json(json!({})))
 }
 
@@ -122,77 +101,4 @@ fn json_content(headers: &HeaderMap) -> Result<(), ApiError> {
             "content type {kind:?} is neither application/a2a+json nor application/json"
         )))
     }
-}
-
-/// Gathers the push's artifacts and records its state if the execution
-/// does not hold it already.
-pub(super) async fn apply(
-    state: &AppState,
-    record: TaskRecord,
-    update: TaskUpdate,
-) -> Result<(), ApiError> {
-    let id = record.execution_id;
-    let now = state.clock.now();
-    let gathered = gather(state, record, &update).await?;
-    let current = state.store.executions(&[id]).await?.pop();
-    let status = match update.state.as_deref() {
-        // A duplicate (or a repeat of a state already held) changes
-        // nothing the execution holds; it is still word from the agent.
-        Some(status) if current.is_some_and(|e| e.status == status) => None,
-        status => status,
-    };
-    let Some(status) = status else {
-        state.store.note_protocol(id, None, now).await?;
-        return Ok(());
-    };
-    let max = max_result_bytes(state.policy.limits());
-    let text = result::a2a_result(&update.message_text, &gathered, max);
-    record_status(state, id, status, &text, &HeaderMap::new()).await?;
-    state.store.note_protocol(id, Some(status), now).await?;
-    Ok(())
-}
-
-/// The task's artifacts with the update's gathered in, kept by a
-/// compare-and-set: a push that lost the race to another reads again.
-async fn gather(
-    state: &AppState,
-    mut record: TaskRecord,
-    update: &TaskUpdate,
-) -> Result<Vec<Artifact>, ApiError> {
-    let id = record.execution_id;
-    for _ in 0..GATHER_TRIES {
-        let kept = kept_artifacts(&record);
-        let gathered = result::gather(kept.clone(), &update.artifacts, update.whole_task);
-        if gathered == kept {
-            return Ok(gathered);
-        }
-        let text = serde_json::to_string(&gathered)
-            .map_err(|e| ApiError::Internal(format!("artifacts as JSON: {e}")))?;
-        let seen = record.artifacts.as_deref();
-        if state
-            .store
-            .gather_artifacts(id, seen, &text, state.clock.now())
-            .await?
-        {
-            return Ok(gathered);
-        }
-        record = state
-            .store
-            .task_record(id)
-            .await?
-            .ok_or_else(|| ApiError::Internal(format!("the task of {id} vanished")))?;
-    }
-    Err(ApiError::Unavailable(format!(
-        "the artifacts of {id} changed under {GATHER_TRIES} pushes at once"
-    )))
-}
-
-/// The artifacts kept for the task; unreadable JSON (which only this
-/// module writes) counts as none.
-fn kept_artifacts(record: &TaskRecord) -> Vec<Artifact> {
-    record
-        .artifacts
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default()
 }

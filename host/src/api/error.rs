@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::request;
 use super::wire::Problem;
+use crate::intake::IntakeError;
 use crate::policy::{PolicyFailure, PolicyTaskFailed};
 use crate::store::StoreError;
 
@@ -89,6 +90,23 @@ impl From<StoreError> for ApiError {
             | StoreError::InvalidDuration(_) => ApiError::BadRequest(e.to_string()),
             StoreError::UnknownPolicy(_) => ApiError::NotFound(e.to_string()),
             other if other.is_transient() => ApiError::Unavailable(other.to_string()),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// The intake's refusals, each as the status a client can act on.
+impl From<IntakeError> for ApiError {
+    fn from(e: IntakeError) -> Self {
+        match e {
+            IntakeError::Invalid(text) => ApiError::BadRequest(text),
+            IntakeError::TooLarge { limit, max } => ApiError::TooLarge { limit, max },
+            IntakeError::Conflict(text) => ApiError::Conflict(text),
+            IntakeError::WrongToken => ApiError::Unauthorized,
+            IntakeError::OtherTask(text) => ApiError::Forbidden(text),
+            IntakeError::PolicyUnavailable(text) => ApiError::PolicyUnavailable(text),
+            IntakeError::Unavailable(text) => ApiError::Unavailable(text),
+            IntakeError::Store(e) => e.into(),
             other => ApiError::Internal(other.to_string()),
         }
     }
@@ -259,19 +277,6 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiE
 pub fn parse_id(what: &str, text: &str) -> Result<uuid::Uuid, ApiError> {
     crate::store::parse_uuid(text)
         .map_err(|_| ApiError::BadRequest(format!("{what} {text:?} is not a UUID")))
-}
-
-/// Refuses text with a NUL character before it reaches the store:
-/// PostgreSQL cannot store one in a `TEXT` column (a database error, so a
-/// 503) while SQLite can, and the same request must get the same answer
-/// from either backend.
-pub fn storable(field: &str, text: &str) -> Result<(), ApiError> {
-    if text.contains('\0') {
-        return Err(ApiError::BadRequest(format!(
-            "{field} must not contain a NUL character"
-        )));
-    }
-    Ok(())
 }
 
 /// A policy call whose task died answers 503, like a failed policy.

@@ -18,12 +18,7 @@ use crate::policy::Limits;
 /// Escaping can grow text up to sixfold (`\u0000`); a body that escaped
 /// beyond this gets the body's 413, which names the body cap.
 const JSON_OVERHEAD: usize = 64 << 10;
-/// Most bytes of an execution's status: statuses are short words
-/// (`running`, `completed`); a longer one is not a status.
-pub const MAX_STATUS_BYTES: usize = 1 << 10;
-/// Most bytes of a chat turn: a turn this long is already beyond what
-/// `chatWith` replays, so more would only fill the table.
-pub const MAX_TURN_BYTES: usize = 1 << 20;
+use crate::intake::MAX_TURN_BYTES;
 /// Bodies with a few small fields (approvals, retries).
 const SMALL_BODY: usize = 16 << 10;
 /// Largest policy component accepted for upload. An interpreted policy
@@ -113,18 +108,4 @@ impl BodyCaps {
             },
         }
     }
-}
-
-/// Refuses `text` over `max` bytes with the 413 that names `limit`.
-pub fn cap_text(limit: &'static str, text: &str, max: usize) -> Result<(), ApiError> {
-    if text.len() > max {
-        return Err(ApiError::TooLarge { limit, max });
-    }
-    Ok(())
-}
-
-/// The most bytes of an execution's result: the policy's input cap less
-/// the status, since the policy reads both.
-pub fn max_result_bytes(limits: &Limits) -> usize {
-    limits.max_text_bytes.saturating_sub(MAX_STATUS_BYTES)
 }

@@ -37,7 +37,6 @@
 //! (`error.rs`) naming the request id (`request.rs`).
 
 mod a2a;
-mod a2a_poll;
 mod admission;
 mod auth;
 mod deliveries;
@@ -65,22 +64,25 @@ use tokio::sync::Notify;
 
 use self::admission::Admission;
 
-pub use a2a_poll::TaskPoller;
+#[cfg(feature = "test-support")]
+pub use crate::intake::{MAX_STATUS_BYTES, MAX_TURN_BYTES};
 pub(crate) use auth::{bearer, scoped};
 pub use auth::{Auth, Scope};
 pub use error::ApiError;
 pub(crate) use error::{extraction_failed, parse_id, parse_json, task_failed};
 pub use limits::BodyCaps;
 #[cfg(feature = "test-support")]
-pub use limits::{BodyCap, MAX_POLICY_BYTES, MAX_STATUS_BYTES, MAX_TURN_BYTES};
+pub use limits::{BodyCap, MAX_POLICY_BYTES};
 #[cfg(feature = "test-support")]
 pub use openapi::document as openapi_document;
 pub use openapi::document_text as openapi_text;
 pub use push_limit::{PushLimiter, PushLimits, Rate, DEFAULT_PUSH_RATE, DEFAULT_PUSH_RATE_TOTAL};
-pub use request::{access_log, measure, Access, AccessLog, ACCESS_TARGET};
+pub(crate) use request::access_log;
+pub use request::measure;
 
 use crate::clock::Clock;
 use crate::deploy::PolicyDeployment;
+use crate::intake::Intake;
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::store::Store;
@@ -88,6 +90,8 @@ use crate::store::Store;
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
+    /// What the write routes hand their requests to (see `intake`).
+    pub intake: Intake,
     /// The database every route reads and writes.
     pub store: Store,
     /// The worker's store, whose connection pool `/metrics` reports beside
@@ -113,9 +117,6 @@ pub struct AppState {
     /// counts as stuck (`serve --stuck-after`), for `/metrics` and the
     /// console's statuses.
     pub stuck_after: std::time::Duration,
-    /// The base URL remote agents reach this server at, without a trailing
-    /// slash (`serve --public-url`): minted A2A push URLs start with it.
-    pub public_url: String,
     /// The A2A push route's rate limits (see `push_limit.rs`).
     pub push_limiter: Arc<PushLimiter>,
 }

@@ -73,14 +73,14 @@ pub async fn assign(request: Request, next: Next) -> Response {
 /// The access log (`serve --access-log`): one line per request at `info`,
 /// under the target [`ACCESS_TARGET`], with its method, path, status, time
 /// taken and request id; tower-http's trace layer times it.
-pub type AccessLog =
+pub(crate) type AccessLog =
     TraceLayer<SharedClassifier<ServerErrorsAsFailures>, Access, (), Access, (), (), ()>;
 
 /// The access log's target, to filter it apart (`nomos_continue::access=off`).
 pub const ACCESS_TARGET: &str = "nomos_continue::access";
 
 /// The access log's layer.
-pub fn access_log() -> AccessLog {
+pub(crate) fn access_log() -> AccessLog {
     TraceLayer::new_for_http()
         .make_span_with(Access)
         .on_request(())
@@ -93,7 +93,7 @@ pub fn access_log() -> AccessLog {
 /// What the access log writes: the request's span, and its line when the
 /// response is ready.
 #[derive(Debug, Clone, Copy)]
-pub struct Access;
+pub(crate) struct Access;
 
 impl<B> MakeSpan<B> for Access {
     fn make_span(&mut self, request: &axum::http::Request<B>) -> tracing::Span {

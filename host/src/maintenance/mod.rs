@@ -1,8 +1,10 @@
 //! Housekeeping beside the worker, each task on its own interval: the
 //! rescuer (expired leases), the retention of the decision log and of
 //! tool output, the stuck watch (notices about executions running too
-//! long in an open window), and the start-up look at PostgreSQL's own
-//! upkeep (`upkeep`: is autovacuum on for our tables).
+//! long in an open window), the A2A poller (`task_poll`: asks a remote
+//! agent for a task whose push is overdue, through the intake), and the
+//! start-up look at PostgreSQL's own upkeep (`upkeep`: is autovacuum on
+//! for our tables).
 //!
 //! Why not in the worker: neither touches a delivery in flight or asks the
 //! policy; each is one store call on a timer, and a replica runs them
@@ -11,6 +13,7 @@
 mod rescuer;
 mod retention;
 mod stuck;
+mod task_poll;
 mod upkeep;
 
 use std::future::Future;
@@ -27,6 +30,7 @@ pub use retention::HistoryPurged;
 pub use retention::TextPurged;
 pub use retention::{HistoryRetention, Retention, TextRetention};
 pub use stuck::{StuckWatch, DEFAULT_STUCK_AFTER};
+pub use task_poll::TaskPoller;
 #[cfg(feature = "test-support")]
 pub use upkeep::vacuum_warning;
 pub use upkeep::warn_if_unvacuumed;

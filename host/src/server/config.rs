@@ -220,7 +220,7 @@ impl Default for ServeConfig {
 
 impl ServeConfig {
     /// The API's tokens and what each opens.
-    pub fn auth(&self) -> Auth {
+    pub(crate) fn auth(&self) -> Auth {
         Auth::new(self.token.as_deref(), self.admin_token.as_deref())
             .with_read(self.read_token.as_deref())
     }

@@ -37,10 +37,11 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::{Agent, Operator};
-use crate::api::{self, AppState, BodyCaps, PushLimiter};
+use crate::api::{AppState, BodyCaps, PushLimiter};
 use crate::clock::Clock;
 use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
-use crate::maintenance::{self, Rescuer, StuckWatch};
+use crate::intake::Intake;
+use crate::maintenance::{self, Rescuer, StuckWatch, TaskPoller};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::redact;
@@ -54,9 +55,7 @@ pub use exposure::ExposureError;
 pub use exposure::Insecure;
 pub use http::serve_http;
 pub use running::Running;
-#[cfg(feature = "test-support")]
-pub use tls::TlsError;
-pub use tls::{TlsFiles, TlsListener};
+pub use tls::{TlsError, TlsFiles, TlsListener};
 
 pub use config::{ServeConfig, DEFAULT_DATABASE_URL, DEFAULT_OPENAI_MODEL, MIN_LINK_RETENTION};
 #[cfg(feature = "test-support")]
@@ -396,8 +395,30 @@ impl Server {
         }
         tasks.spawn(db_watcher.run(shutdown.clone()));
 
+        let requests = store.for_requests(http::REQUEST_ACQUIRE);
+        let public_url = http::public_url(&config, addr, tls.is_some());
+        let intake = Intake::new(
+            requests.clone(),
+            policy.clone(),
+            deployment.classes(),
+            clock.clone(),
+            wake.clone(),
+            public_url,
+        );
+        // A push lost while this replica was down is asked for, as is one
+        // overdue; only where a worker runs, as the other loops that write.
+        if with_worker {
+            let poller = TaskPoller::new(
+                intake.clone(),
+                store.clone(),
+                clock.clone(),
+                config.task_poll_after,
+            );
+            tasks.spawn(poller.run(shutdown.clone()));
+        }
         let state = AppState {
-            store: store.for_requests(http::REQUEST_ACQUIRE),
+            intake: intake.clone(),
+            store: requests,
             worker_store: store.clone(),
             policy: policy.clone(),
             clock,
@@ -407,19 +428,13 @@ impl Server {
             caps: BodyCaps::for_limits(policy.limits()),
             deployment,
             stuck_after: config.stuck_after,
-            public_url: http::public_url(&config, addr, tls.is_some()),
             push_limiter: Arc::new(PushLimiter::new(config.push_limits)),
         };
-        // A push lost while this replica was down is asked for, as is one
-        // overdue; only where a worker runs, as the other loops that write.
-        if with_worker {
-            let poller = api::TaskPoller::new(state.clone(), config.task_poll_after);
-            tasks.spawn(poller.run(shutdown.clone()));
-        }
         let app = http::app(state, config.access_log);
         let cap = config.max_connections;
         let api = http::spawn(listener, tls, cap, metrics, app, shutdown.clone()).await?;
         Ok(Running {
+            intake,
             addr,
             worker_id,
             instance,

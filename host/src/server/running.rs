@@ -8,11 +8,13 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::intake::Intake;
 use crate::policy::PolicyRuntime;
 use crate::store::Store;
 
 /// The system while it runs; [`Running::wait`] is its end.
 pub struct Running {
+    pub(super) intake: Intake,
     pub(super) addr: SocketAddr,
     pub(super) worker_id: String,
     pub(super) instance: Uuid,
@@ -25,6 +27,13 @@ pub struct Running {
 }
 
 impl Running {
+    /// The engine's way in, in process: what the API's write routes call
+    /// (link a tool result, report a status, approve, register a task,
+    /// take a push), for a runtime that embeds the engine.
+    pub fn intake(&self) -> &Intake {
+        &self.intake
+    }
+
     /// Where the API listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr

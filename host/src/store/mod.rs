@@ -116,6 +116,8 @@ pub use read::timeline::Shown;
 #[cfg(feature = "test-support")]
 pub use read::timeline::SHOWN_CHARS;
 pub use standbys::Standbys;
+#[cfg(feature = "test-support")]
+pub use standbys::WalPosition;
 pub use tasks::{TaskAgent, TaskRecord};
 #[cfg(feature = "test-support")]
 pub use upkeep::{TableUpkeep, VacuumSettings};

@@ -24,6 +24,8 @@ mod spans;
 mod traceparent;
 
 pub use export::Telemetry;
+#[cfg(feature = "test-support")]
+pub use export::TelemetryError;
 pub use logs::{init as init_logs, LogFormat};
 pub use spans::{reported, DecideSpan, DeliverSpan, LinkSpan};
-pub use traceparent::TraceContext;
+pub use traceparent::{InvalidTraceparent, TraceContext};

@@ -13,7 +13,6 @@
 //! for a trace viewer and decide nothing. Every failure here is logged and
 //! swallowed: a lost trace must never cost a link, a report or a delivery.
 
-use axum::http::HeaderMap;
 use chrono::{DateTime, Utc};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue, StringValue, Value};
@@ -69,16 +68,10 @@ pub struct LinkSpan {
 
 impl LinkSpan {
     /// Starts the span for a tool result to `session_id`, under the
-    /// request's `traceparent` when it has a valid one.
-    pub fn start(headers: &HeaderMap, session_id: Uuid) -> Self {
-        let incoming = TraceContext::from_headers(headers);
+    /// caller's trace context when it sent one.
+    pub fn start(incoming: Option<&TraceContext>, session_id: Uuid) -> Self {
         let attributes = vec![id("nomos.session_id", session_id)];
-        let span = start(
-            "link",
-            SpanKind::Server,
-            &parent(incoming.as_ref()),
-            attributes,
-        );
+        let span = start("link", SpanKind::Server, &parent(incoming), attributes);
         // The request's log lines name this span (see `request::assign`).
         let context = span.span_context();
         tracing::Span::current()
@@ -121,17 +114,20 @@ impl LinkSpan {
 
 /// Keeps a status report's trace context for `execution_id` where none is
 /// kept yet (the tool result's wins; a runtime may report before linking).
-pub async fn reported(store: &Store, headers: &HeaderMap, execution_id: Uuid, now: DateTime<Utc>) {
-    if let Some(context) = TraceContext::from_headers(headers) {
-        keep(
-            store,
-            &[execution_id],
-            &context,
-            TraceSource::StatusReport,
-            now,
-        )
-        .await;
-    }
+pub async fn reported(
+    store: &Store,
+    context: &TraceContext,
+    execution_id: Uuid,
+    now: DateTime<Utc>,
+) {
+    keep(
+        store,
+        &[execution_id],
+        context,
+        TraceSource::StatusReport,
+        now,
+    )
+    .await;
 }
 
 async fn keep(

@@ -6,6 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 mod classes;
+mod embedded;
 mod fold;
 mod group;
 mod journal;
@@ -35,6 +36,19 @@ fn policy() -> Arc<PolicyRuntime> {
             Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"))
         })
         .clone()
+}
+
+/// The configuration of a system served in process under `worker_id`,
+/// polling often (the tests wait for its calls, not for its poll).
+fn served_config(worker_id: &str) -> nomos_continue::server::ServeConfig {
+    nomos_continue::server::ServeConfig {
+        worker: WorkerConfig {
+            worker_id: worker_id.into(),
+            poll_interval: std::time::Duration::from_millis(50),
+            ..WorkerConfig::default()
+        },
+        ..nomos_continue::server::ServeConfig::default()
+    }
 }
 
 struct Rig {

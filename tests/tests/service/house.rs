@@ -308,12 +308,20 @@ fn the_library_exports_what_its_root_lists() {
                 exported.insert(format!("{module} (hidden)"));
             }
         }
-        if let Some(uses) = line.strip_prefix("pub use ") {
-            let (path, items) = uses
-                .split_once("::{")
-                .unwrap_or_else(|| uses.rsplit_once("::").expect("pub use a::b"));
-            for item in items.trim_end_matches(['}', ';']).split(',') {
-                exported.insert(format!("{}::{}", path.trim(), item.trim()));
+    }
+    // Each `pub use` statement, over as many lines as rustfmt gave it.
+    for statement in lib.split(';') {
+        let Some(at) = statement.find("\npub use ") else {
+            continue;
+        };
+        let uses = statement[at + "\npub use ".len()..].replace('\n', " ");
+        let (path, items) = uses
+            .split_once("::{")
+            .unwrap_or_else(|| uses.rsplit_once("::").expect("pub use a::b"));
+        for item in items.trim_end_matches(['}', ' ']).split(',') {
+            let item = item.trim();
+            if !item.is_empty() {
+                exported.insert(format!("{}::{}", path.trim(), item));
             }
         }
     }
@@ -327,20 +335,50 @@ fn the_library_exports_what_its_root_lists() {
         "agent::AgentError",
         "agent::Continuation",
         "agent::ExecutionReport",
+        "agent::HistoryError",
         "agent::Notice",
+        "agent::NotifyFormat",
+        "agent::Operator",
+        "agent::OperatorConfig",
+        "agent::SecretError",
+        "agent::WebhookSecret",
         "api::PushLimits",
         "api::Rate",
         "commands (hidden)",
+        "intake::Intake",
+        "intake::IntakeError",
+        "intake::Linked",
+        "intake::McpRecorded",
+        "intake::PushConfiguration",
+        "intake::Recorded",
+        "intake::TaskRegistered",
+        "intake::TaskRegistration",
         "policy::Limits",
+        "policy::Revision",
         "server::serve",
         "server::Insecure",
         "server::Running",
         "server::ServeConfig",
         "server::Server",
+        "server::TlsError",
         "server::TlsFiles",
         "store::Backend",
+        "store::Claim",
         "store::Database",
+        "store::DeliveryState",
+        "store::Execution",
+        "store::LinkOutcome",
+        "store::LinkTask",
+        "store::OperatorNotice",
+        "store::Role",
+        "store::Route",
         "store::StoreError",
+        "store::TaskSource",
+        "store::Turn",
+        "store::Window",
+        "telemetry::InvalidTraceparent",
+        "telemetry::TraceContext",
+        "worker::NotifyConfig",
         "worker::WorkerConfig",
     ]
     .into_iter()

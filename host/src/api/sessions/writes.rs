@@ -7,20 +7,17 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::Json;
-use uuid::Uuid;
 
-use crate::api::error::{extraction_failed, parse_id, parse_json, storable, task_failed, ApiError};
+use crate::api::error::{parse_id, parse_json, ApiError};
 use crate::api::idempotency;
-use crate::api::limits::{cap_text, MAX_TURN_BYTES};
 use crate::api::wire::{
-    ApprovalDecision, ApprovalRequest, ApprovalResponse, LinkResponse, LinkedElsewhere, LinkedTask,
-    ToolResultRequest, TurnRequest, TurnResponse, Window,
+    ApprovalDecision, ApprovalRequest, ApprovalResponse, ApprovalRoute, LinkResponse,
+    LinkedElsewhere, LinkedTask, ToolResultRequest, TurnRequest, TurnResponse, Window,
 };
 use crate::api::AppState;
-use crate::policy::types::{LinkRef, TaskProtocol};
-use crate::policy::PolicyHandle;
-use crate::store::{task_execution_id, LinkTask, Route, TaskSource, MAX_WINDOW};
-use crate::telemetry::LinkSpan;
+use crate::intake::Linked;
+use crate::store::Route;
+use crate::telemetry::TraceContext;
 
 /// Links every execution and protocol task the tool result names to the
 /// session (a task under its name-based execution id, with the task kept
@@ -40,24 +37,16 @@ pub(in crate::api) async fn link_tool_result(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<LinkResponse>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
-    let span = LinkSpan::start(&headers, session_id);
     let ToolResultRequest { text } = parse_json(&state.caps.tool_result.take(body)?)?;
-    cap_text("text", &text, state.policy.limits().max_text_bytes)?;
-    let evaluated = PolicyHandle::from(&state.policy)
-        .extract_links(text)
-        .await
-        .map_err(task_failed)?;
-    let links = evaluated.value.map_err(extraction_failed)?;
-    let (ids, tasks) = link_ids(&links)?;
-    state.store.keep_tasks(&tasks, state.clock.now()).await?;
-    let outcome = state
-        .store
-        .link(session_id, &ids, state.clock.now())
+    let trace = TraceContext::from_headers(&headers);
+    let Linked {
+        outcome,
+        tasks,
+        revision,
+        ..
+    } = (state.intake)
+        .link_tool_result(session_id, text, trace.as_ref())
         .await?;
-    span.linked(&state.store, &outcome, state.clock.now()).await;
-    if !outcome.linked.is_empty() {
-        state.wake.notify_one();
-    }
     Ok(Json(LinkResponse {
         linked: outcome.linked,
         already_linked: outcome.already_linked,
@@ -77,41 +66,8 @@ pub(in crate::api) async fn link_tool_result(
                 task_id: task.task_id,
             })
             .collect(),
-        policy_revision: evaluated.revision.0,
+        policy_revision: revision.0,
     }))
-}
-
-/// The tasks a tool result named, each with the execution id it is linked
-/// under.
-type NamedTasks = Vec<(Uuid, LinkTask)>;
-
-/// The execution ids to link, in the policy's order (duplicates out), and
-/// the tasks among them: an execution as named, a task under
-/// [`task_execution_id`].
-fn link_ids(links: &[LinkRef]) -> Result<(Vec<Uuid>, NamedTasks), ApiError> {
-    let mut ids = Vec::with_capacity(links.len());
-    let mut tasks = Vec::new();
-    for link in links {
-        let id = match link {
-            LinkRef::Execution(id) => parse_id("execution id", id)?,
-            LinkRef::Task(task) => {
-                let source = match task.protocol {
-                    TaskProtocol::Mcp => TaskSource::Mcp,
-                    TaskProtocol::A2a => TaskSource::A2a,
-                };
-                let id = task_execution_id(source, &task.id);
-                if !tasks.iter().any(|(known, _)| *known == id) {
-                    let task_id = task.id.clone();
-                    tasks.push((id, LinkTask { source, task_id }));
-                }
-                id
-            }
-        };
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    Ok((ids, tasks))
 }
 
 /// Approve by any route opens or extends the window; deny closes it.
@@ -128,34 +84,18 @@ pub(in crate::api) async fn decide_approval(
 ) -> Result<Json<ApprovalResponse>, ApiError> {
     let session_id = parse_id("session id", &session_id?.0)?;
     let approval: ApprovalRequest = parse_json(&state.caps.small.take(body)?)?;
-    let now = state.clock.now();
     match approval.decision {
         ApprovalDecision::Approve => {
-            let route: Route = approval.route.map(Into::into).unwrap_or(Route::Api);
-            // Bounded here, before `Duration::minutes`, which panics on
-            // overflow (`"minutes": 9223372036854775807`).
-            let duration = match approval.minutes {
-                None => MAX_WINDOW,
-                Some(m) if (1..=MAX_WINDOW.num_minutes()).contains(&m) => {
-                    chrono::Duration::minutes(m)
-                }
-                Some(m) => {
-                    return Err(ApiError::BadRequest(format!(
-                        "minutes must be between 1 and {}, got {m}",
-                        MAX_WINDOW.num_minutes()
-                    )))
-                }
-            };
-            let window = state
-                .store
-                .approve(session_id, route, now, duration)
+            let route = approval.route.map_or(Route::Api, ApprovalRoute::stored);
+            let window = (state.intake)
+                .approve(session_id, route, approval.minutes)
                 .await?;
             Ok(Json(ApprovalResponse {
-                window: Some(Window::at(window, now)),
+                window: Some(Window::at(window, state.clock.now())),
             }))
         }
         ApprovalDecision::Deny => {
-            state.store.deny(session_id, now).await?;
+            state.intake.deny(session_id).await?;
             Ok(Json(ApprovalResponse { window: None }))
         }
     }
@@ -183,16 +123,10 @@ pub(in crate::api) async fn record_turn(
     let session_id = parse_id("session id", &session_id?.0)?;
     let body = state.caps.turn.take(body)?;
     let TurnRequest { role, content } = parse_json(&body)?;
-    if content.trim().is_empty() {
-        return Err(ApiError::BadRequest("content must not be empty".into()));
-    }
-    cap_text("content", &content, MAX_TURN_BYTES)?;
-    storable("content", &content)?;
     let request = idempotency::Request::new("turns", &session_id.to_string(), &body, &headers)?;
     idempotency::once(&state, request, || async {
-        let turn = state
-            .store
-            .append_turn(session_id, role.into(), &content, state.clock.now())
+        let turn = (state.intake)
+            .record_turn(session_id, role.stored(), &content)
             .await?;
         Ok(TurnResponse { turn: turn.into() })
     })

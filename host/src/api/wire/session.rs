@@ -21,22 +21,24 @@ pub enum ApprovalRoute {
     Api,
 }
 
-impl From<store::Route> for ApprovalRoute {
-    fn from(route: store::Route) -> Self {
+// Inherent conversions, not `From`: a `From` impl on the root's `Route`
+// would make this wire type part of the library's public surface.
+impl ApprovalRoute {
+    /// The wire name of a stored route.
+    pub(crate) fn of(route: store::Route) -> Self {
         match route {
             store::Route::Button => Self::Button,
             store::Route::Chat => Self::Chat,
             store::Route::Api => Self::Api,
         }
     }
-}
 
-impl From<ApprovalRoute> for store::Route {
-    fn from(route: ApprovalRoute) -> Self {
-        match route {
-            ApprovalRoute::Button => Self::Button,
-            ApprovalRoute::Chat => Self::Chat,
-            ApprovalRoute::Api => Self::Api,
+    /// The route to store.
+    pub(crate) fn stored(self) -> store::Route {
+        match self {
+            Self::Button => store::Route::Button,
+            Self::Chat => store::Route::Chat,
+            Self::Api => store::Route::Api,
         }
     }
 }
@@ -67,7 +69,7 @@ impl Window {
             open: window.is_open_at(now),
             opened_at: window.opened_at,
             expires_at: window.expires_at,
-            route: window.route.into(),
+            route: ApprovalRoute::of(window.route),
             continuations: window.continuations,
             closed_at: window.closed_at,
         }
@@ -387,18 +389,18 @@ pub enum Role {
     Assistant,
 }
 
-impl From<Role> for store::Role {
-    fn from(role: Role) -> Self {
-        match role {
-            Role::System => Self::System,
-            Role::User => Self::User,
-            Role::Assistant => Self::Assistant,
+impl Role {
+    /// The role to store.
+    pub(crate) fn stored(self) -> store::Role {
+        match self {
+            Self::System => store::Role::System,
+            Self::User => store::Role::User,
+            Self::Assistant => store::Role::Assistant,
         }
     }
-}
 
-impl From<store::Role> for Role {
-    fn from(role: store::Role) -> Self {
+    /// The wire name of a stored role.
+    pub(crate) fn of(role: store::Role) -> Self {
         match role {
             store::Role::System => Self::System,
             store::Role::User => Self::User,
@@ -436,7 +438,7 @@ impl From<store::Turn> for Turn {
     fn from(t: store::Turn) -> Self {
         Self {
             id: t.id,
-            role: t.role.into(),
+            role: Role::of(t.role),
             content: t.content,
             created_at: t.created_at,
         }

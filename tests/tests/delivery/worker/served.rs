@@ -4,11 +4,9 @@
 //! worker id is refused, and shutdown frees the id.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use nomos_continue::server::{ServeConfig, Server};
 use nomos_continue::store::{Database, Registration, Store};
-use nomos_continue::worker::WorkerConfig;
 use nomos_continue_tests::agents::RecordingAgent;
 use nomos_continue_tests::wait::until_true;
 use serde_json::json;
@@ -33,14 +31,7 @@ fn server(store: &Store, config: &ServeConfig, agent: &Arc<RecordingAgent>) -> S
 
 async fn the_served_system_continues_a_failure_and_frees_its_id(store: Store) {
     let agent = Arc::new(RecordingAgent::default());
-    let config = ServeConfig {
-        worker: WorkerConfig {
-            worker_id: "served-test".into(),
-            poll_interval: Duration::from_millis(50),
-            ..WorkerConfig::default()
-        },
-        ..ServeConfig::default()
-    };
+    let config = super::served_config("served-test");
     let shutdown = CancellationToken::new();
     let running = server(&store, &config, &agent)
         .start(loopback().await, shutdown.clone())

@@ -6,25 +6,24 @@
 //! nomos-continue restarted, or one lost on the way, is gone, and the task
 //! would wait silently. Where the runtime named the agent's address with
 //! the task (`POST /v1/sessions/{id}/tasks`, `agent`), the poller asks it.
-//! What the agent answers goes through the push receiver's own
-//! [`apply`](super::a2a::apply) (the same de-duplication, the same
-//! recording), which is why the poller lives beside it in `api` rather
-//! than in the worker. Without an address the stuck watch's notice
-//! covers the task.
+//! What the agent answers goes through the intake's own path for a push
+//! (the same de-duplication, the same recording). Without an address the
+//! stuck watch's notice covers the task.
 //!
 //! Every replica that runs a worker polls; two asking the same agent at
 //! once record one state (a repeat changes nothing).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::a2a::apply;
-use super::AppState;
+use crate::clock::Clock;
+use crate::intake::{Intake, IntakeError};
 use crate::protocols::a2a;
 use crate::redact;
-use crate::store::TaskRecord;
+use crate::store::{Store, TaskRecord};
 
 /// Tasks asked about per pass; the rest wait for the next one.
 const PER_PASS: i64 = 100;
@@ -40,29 +39,32 @@ enum AskError {
     Http { url: String, cause: String },
     #[error("the agent's answer is no task: {0}")]
     Shape(#[from] crate::protocols::ProtocolError),
-    #[error("the agent answered task {named:?}, not {asked:?}")]
-    OtherTask { asked: String, named: String },
     #[error("the answer could not be recorded: {0}")]
-    Record(#[from] super::ApiError),
+    Record(#[from] IntakeError),
 }
 
 /// Asks remote agents about their tasks whose pushes are overdue.
 pub struct TaskPoller {
-    state: AppState,
+    intake: Intake,
+    store: Store,
+    clock: Arc<dyn Clock>,
     client: reqwest::Client,
     overdue: Duration,
 }
 
 impl TaskPoller {
     /// A poller that asks about a task when nothing was heard of it for
-    /// `overdue` (`serve --task-poll-after`).
-    pub fn new(state: AppState, overdue: Duration) -> Self {
+    /// `overdue` (`serve --task-poll-after`), reading the overdue tasks
+    /// from `store` and taking the answers through `intake`.
+    pub fn new(intake: Intake, store: Store, clock: Arc<dyn Clock>, overdue: Duration) -> Self {
         let client = reqwest::Client::builder()
             .timeout(ASK_WITHIN)
             .build()
             .unwrap_or_default();
         Self {
-            state,
+            intake,
+            store,
+            clock,
             client,
             overdue,
         }
@@ -89,8 +91,8 @@ impl TaskPoller {
     /// One pass over tasks silent for `silent_for`; returns how many were
     /// asked about.
     pub async fn pass(&self, silent_for: chrono::Duration) -> usize {
-        let before = self.state.clock.now() - silent_for;
-        let tasks = match self.state.store.overdue_tasks(before, PER_PASS).await {
+        let before = self.clock.now() - silent_for;
+        let tasks = match self.store.overdue_tasks(before, PER_PASS).await {
             Ok(tasks) => tasks,
             Err(e) => {
                 tracing::warn!("could not read the tasks to ask remote agents about: {e}");
@@ -140,13 +142,7 @@ impl TaskPoller {
             .await
             .map_err(http)?;
         let update = a2a::read_get_task(&answer)?;
-        if update.task_id != task.task_id {
-            return Err(AskError::OtherTask {
-                asked: task.task_id,
-                named: update.task_id,
-            });
-        }
-        apply(&self.state, task, update).await?;
+        self.intake.take_update(task, update).await?;
         Ok(())
     }
 }
