@@ -48,13 +48,7 @@ pub fn legacy(old: Option<u64>, unit: Unit, names: (&str, &str), current: Durati
     let Some(count) = old else {
         return current;
     };
-    let (old_name, new_name) = names;
-    tracing::warn!(
-        "{old_name} is deprecated and goes in a later release: use {new_name} with a unit \
-         (`{new_name} {}`)",
-        humantime::format_duration(unit.of(count))
-    );
-    unit.of(count)
+    deprecated(names, unit.of(count))
 }
 
 /// [`legacy`] for the `-days` retention flags, which also took a duration
@@ -63,18 +57,23 @@ pub fn legacy_days(old: Option<&str>, names: (&str, &str), current: Duration) ->
     let Some(text) = old else {
         return current;
     };
-    let (old_name, new_name) = names;
     let kept = match text.trim().parse::<u64>() {
         Ok(days) => Unit::Days.of(days),
         // Checked by `days_or_duration` at parse time.
         Err(_) => parse(text).unwrap_or(current),
     };
+    deprecated(names, kept)
+}
+
+/// Logs that the old of `names` was given, with the new flag's value
+/// written the new way, and answers `value`.
+fn deprecated((old_name, new_name): (&str, &str), value: Duration) -> Duration {
     tracing::warn!(
         "{old_name} is deprecated and goes in a later release: use {new_name} with a unit \
          (`{new_name} {}`)",
-        humantime::format_duration(kept)
+        humantime::format_duration(value)
     );
-    kept
+    value
 }
 
 /// The `-days` flags' value parser: a bare count of days, or a duration.
