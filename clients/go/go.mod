@@ -1,0 +1,3 @@
+module github.com/nomos/nomos-continue/clients/go
+
+go 1.19
