@@ -16,11 +16,18 @@ status update with a progress message:
 The task is created at once (so the runtime has its id and can mint a push
 configuration) and holds in `working` until told to go on, so the push
 configuration is in place before the task ends, and a test can end it while
-the receiver is down.
+the receiver is down. A script ending in `-now` (`fail-now`) does not hold:
+the task ends as soon as it starts, before any per-task configuration can
+exist.
 
 Driven by JSON lines on stdin, one answer line on stdout each; the first
 line printed is {"listening": "<the agent's JSON-RPC URL>", "sdk": "<version>"}.
   {"op": "send", "script": "fail", "push": <config>?}  -> {"task": <the task as the SDK's client returns it>}
+                      (with "push", in this message's configuration)
+  {"op": "client", "push": <config>}                  -> {"client": "configured"}
+                      (the SDK's own default: a new client whose ClientConfig
+                      carries the configuration, which the SDK copies into
+                      every message it sends from then on)
   {"op": "push", "task_id": "...", "push": <config>, "id"?: "..."}
                                                       -> {"config": <the stored configuration>}
   {"op": "go", "task_id": "..."}                       -> {"ended": <the task after its script>}
@@ -117,6 +124,8 @@ class ScriptedExecutor(AgentExecutor):
 
     async def execute(self, context, event_queue):
         script = text_of(context.message).strip()
+        at_once = script.endswith("-now")
+        script = script.removesuffix("-now")
         if V1:
             task = context.current_task or new_task(
                 context.task_id, context.context_id, t.TASK_STATE_SUBMITTED
@@ -126,7 +135,8 @@ class ScriptedExecutor(AgentExecutor):
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.start_work()
-        await self.gate(task.id).wait()
+        if not at_once:
+            await self.gate(task.id).wait()
         await updater.update_status(WORKING, self.say(updater, PROGRESS))
         if script == "fail":
             await updater.add_artifact([text_part(PARTIAL)], name="export log")
@@ -234,9 +244,24 @@ class Agent:
             )
         else:
             self.app = A2AStarletteApplication(agent_card=self.card, http_handler=handler).build()
+        self.http = http
         self.client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(
             self.card
         )
+
+    def configure(self, push):
+        """A client whose configuration pushes every task to `push`: the
+        SDK puts it in each message it sends (1.x `push_notification_config`,
+        0.3 `push_notification_configs`)."""
+        if V1:
+            config = ClientConfig(
+                streaming=False, httpx_client=self.http, push_notification_config=push_config(None, push)
+            )
+        else:
+            config = ClientConfig(
+                streaming=False, httpx_client=self.http, push_notification_configs=[push_config(None, push)]
+            )
+        self.client = ClientFactory(config).create(self.card)
 
     async def send(self, script, push=None):
         if V1:
@@ -253,9 +278,11 @@ class Agent:
         from uuid import uuid4
 
         message = t.Message(role=t.Role.user, parts=[text_part(script)], message_id=str(uuid4()))
-        configuration = t.MessageSendConfiguration(
-            blocking=False, push_notification_config=push_config(None, push) if push else None
-        )
+        # A field passed as None would override the client's own
+        # configuration (the SDK merges the fields set): pass it only when
+        # this message carries one.
+        inline = {"push_notification_config": push_config(None, push)} if push else {}
+        configuration = t.MessageSendConfiguration(blocking=False, **inline)
         async for event in self.client.send_message(message, configuration=configuration):
             task = event[0] if isinstance(event, tuple) else event
             return as_json(task)
@@ -300,6 +327,9 @@ async def commands(agent):
         try:
             if op == "send":
                 answer = {"task": await agent.send(command["script"], command.get("push"))}
+            elif op == "client":
+                agent.configure(command["push"])
+                answer = {"client": "configured"}
             elif op == "push":
                 config = await agent.register(command["task_id"], command["push"], command.get("id"))
                 answer = {"config": config}

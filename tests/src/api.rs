@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use nomos_continue::clock::SystemClock;
+use nomos_continue::clock::{Clock, SystemClock};
 use nomos_continue::policy::{Limits, PolicyRuntime};
 use nomos_continue::signing::PublicKey;
 use nomos_continue::store::{Database, Store};
@@ -120,11 +120,9 @@ pub struct ServedApi {
 
 /// A configuration with these tokens and the defaults.
 fn tokens(token: Option<&str>, admin: Option<&str>) -> ServeConfig {
-    ServeConfig {
-        token: token.map(str::to_owned),
-        admin_token: admin.map(str::to_owned),
-        ..ServeConfig::default()
-    }
+    ServeConfig::default()
+        .with_token(token.map(str::to_owned))
+        .with_admin_token(admin.map(str::to_owned))
 }
 
 impl ServedApi {
@@ -138,7 +136,8 @@ impl ServedApi {
     /// worker's [`waker`](nomos_continue::worker::Worker::waker), for tests
     /// of what wakes the worker).
     pub async fn start_with_wake(store: Store, token: Option<&str>, wake: Arc<Notify>) -> Self {
-        Self::start_full(store, policy(), tokens(token, None), wake, None).await
+        let clock = Arc::new(SystemClock);
+        Self::start_full(store, policy(), tokens(token, None), wake, None, clock).await
     }
 
     /// With the runtime's token and the admin token (see `api::Auth`), and
@@ -152,6 +151,7 @@ impl ServedApi {
             tokens(token, admin),
             Arc::new(Notify::new()),
             None,
+            Arc::new(SystemClock),
         )
         .await
     }
@@ -162,15 +162,31 @@ impl ServedApi {
     pub async fn start_verified(store: Store, admin: &str, key: PublicKey) -> Self {
         let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
         let wake = Arc::new(Notify::new());
-        Self::start_full(store, own, tokens(None, Some(admin)), wake, Some(key)).await
+        let clock = Arc::new(SystemClock);
+        Self::start_full(
+            store,
+            own,
+            tokens(None, Some(admin)),
+            wake,
+            Some(key),
+            clock,
+        )
+        .await
     }
 
     /// Over `config` (its tokens, limits and the like), with the built-in
     /// policy in a runtime of its own; [`ServedApi::send`] sends its
     /// runtime token.
     pub async fn start_configured(store: Store, config: ServeConfig) -> Self {
+        Self::start_clocked(store, config, Arc::new(SystemClock)).await
+    }
+
+    /// Like [`ServedApi::start_configured`], acting on `clock` (a
+    /// `ManualClock` moves time for a test without waiting).
+    pub async fn start_clocked(store: Store, config: ServeConfig, clock: Arc<dyn Clock>) -> Self {
         let own = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy loads"));
-        Self::start_full(store, own, config, Arc::new(Notify::new()), None).await
+        let wake = Arc::new(Notify::new());
+        Self::start_full(store, own, config, wake, None, clock).await
     }
 
     async fn start_full(
@@ -179,6 +195,7 @@ impl ServedApi {
         mut config: ServeConfig,
         wake: Arc<Notify>,
         verify_key: Option<PublicKey>,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         // The one assembly, as `serve` runs it, without the worker: these
         // tests watch the wake-ups and the rows a worker would act on.
@@ -195,14 +212,14 @@ impl ServedApi {
         let shutdown = CancellationToken::new();
         let running = Server::new(config, Database::over(store.clone()))
             .with_policy(policy)
-            .with_clock(Arc::new(SystemClock))
+            .with_clock(clock)
             .with_waker(wake.clone())
             .without_worker()
             .start(listener, shutdown.clone())
             .await
             .expect("the API starts");
         ServedApi {
-            base: format!("http://{}", running.addr()),
+            base: format!("http://{}", running.addr().expect("served over HTTP")),
             store,
             wake,
             client: reqwest::Client::new(),

@@ -21,7 +21,7 @@ pub const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
 /// The newest migration, the same on both backends: the tests that list
 /// the applied versions expect `17..=LATEST_MIGRATION`.
-pub const LATEST_MIGRATION: i64 = 38;
+pub const LATEST_MIGRATION: i64 = 39;
 
 /// Prefix of every test database, for identification and cleanup.
 pub const TEST_DB_PREFIX: &str = "nomos_t_";

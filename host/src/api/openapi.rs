@@ -43,7 +43,9 @@ use crate::agent::{ContinuationEvent, NoticeEvent, OperatorNoticeEvent};
         super::executions::record_execution,
         super::executions::execution,
         super::tasks::register_task,
+        super::tasks::mint_session_push,
         super::a2a::receive_push,
+        super::a2a::receive_session_push,
         super::mcp::record_mcp_task,
         super::deliveries::delivery,
         super::deliveries::retry,
@@ -99,9 +101,10 @@ impl Modify for Shared {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "The push token `POST /v1/sessions/{id}/tasks` minted for one task \
-                         (also accepted in `X-A2A-Notification-Token`): it reports that task \
-                         and opens nothing else.",
+                        "The push token `POST /v1/sessions/{id}/tasks` minted for one task, \
+                         or `POST /v1/sessions/{id}/push-configs` for a session's tasks (also \
+                         accepted in `X-A2A-Notification-Token`): it reports that task (or \
+                         the session's tasks) and opens nothing else.",
                     ))
                     .build(),
             ),

@@ -69,7 +69,11 @@ impl Intake {
 
     /// Gathers the update's artifacts and records its state if the
     /// execution does not hold it already.
-    async fn apply(&self, record: TaskRecord, update: TaskUpdate) -> Result<(), IntakeError> {
+    pub(super) async fn apply(
+        &self,
+        record: TaskRecord,
+        update: TaskUpdate,
+    ) -> Result<(), IntakeError> {
         let id = record.execution_id;
         let now = self.clock.now();
         let gathered = self.gather(record, &update).await?;

@@ -15,7 +15,7 @@ use super::{storable, Intake, IntakeError};
 use crate::store::{task_execution_id, Execution, LinkTask, TaskAgent, TaskSource};
 
 /// The longest a push token is valid.
-const MAX_PUSH_TTL: Duration = Duration::days(7);
+pub(super) const MAX_PUSH_TTL: Duration = Duration::days(7);
 /// A push token's life when the registration names none.
 const DEFAULT_PUSH_TTL: Duration = Duration::days(1);
 /// Most bytes of a task id (as migration 029 checks).
@@ -197,6 +197,11 @@ impl Intake {
                         now,
                     )
                     .await?;
+                if let (Some(asks), Some(_)) = (&self.asks, &agent) {
+                    // A closed channel (no poller here) leaves the task to
+                    // the overdue pass of a replica that polls.
+                    let _ = asks.send(execution_id);
+                }
                 Some(PushConfiguration {
                     url: format!("{}/v1/a2a/push/{execution_id}", self.public_url),
                     token,
@@ -221,7 +226,7 @@ fn push_expiry(now: DateTime<Utc>, ttl: Duration, window: Option<DateTime<Utc>>)
 }
 
 /// 32 random bytes, base64url without padding.
-fn new_token() -> String {
+pub(super) fn new_token() -> String {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)

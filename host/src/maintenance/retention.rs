@@ -72,17 +72,20 @@ pub struct HistoryPurged {
     pub sessions: u64,
     /// Settled links deleted.
     pub links: u64,
+    /// Session push configurations that stopped linking, deleted.
+    pub session_push: u64,
 }
 
 impl HistoryPurged {
     /// Each kind's count under its `what` label.
-    fn rows(&self) -> [(&'static str, u64); 5] {
+    fn rows(&self) -> [(&'static str, u64); 6] {
         [
             ("ledger", self.ledger),
             ("windows", self.windows),
             ("late_reports", self.late_reports),
             ("links", self.links),
             ("sessions", self.sessions),
+            ("session_push", self.session_push),
         ]
     }
 }
@@ -182,7 +185,8 @@ impl Retention {
     }
 
     /// Purges settled history past [`HistoryRetention`]: the ledger's
-    /// settled rows, ended windows, late reports, settled links behind the
+    /// settled rows, ended windows, late reports, session push
+    /// configurations that stopped linking, settled links behind the
     /// horizon (with their data and, in the standalone table, their
     /// results), and the session list's rows of sessions left with
     /// nothing.
@@ -193,6 +197,8 @@ impl Retention {
             purged.windows = in_batches(|batch| self.store.purge_windows(before, batch)).await?;
             purged.late_reports =
                 in_batches(|batch| self.store.purge_late_reports(before, batch)).await?;
+            purged.session_push =
+                in_batches(|batch| self.store.purge_session_push(before, batch)).await?;
         }
         if let Some(before) = self.cutoff(self.history.links) {
             if let Some(horizon) = self.store.advance_link_horizon(before).await? {

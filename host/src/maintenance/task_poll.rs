@@ -10,14 +10,25 @@
 //! (the same de-duplication, the same recording). Without an address the
 //! stuck watch's notice covers the task.
 //!
+//! A task registered with its agent's address is also asked about soon
+//! after (1 s, then 2, 4, … until `--task-poll-after`), by the replica
+//! that registered it: a task that ended before its push configuration
+//! existed was never pushed, and its result would otherwise wait for the
+//! next overdue pass. The asks stop once the task has ended.
+//!
 //! Every replica that runs a worker polls; two asking the same agent at
 //! once record one state (a repeat changes nothing).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::intake::{Intake, IntakeError};
@@ -29,6 +40,15 @@ use crate::store::{Store, TaskRecord};
 const PER_PASS: i64 = 100;
 /// How long one agent may take to answer.
 const ASK_WITHIN: Duration = Duration::from_secs(10);
+/// The first ask after a registration, doubled after each until the
+/// overdue period.
+const FIRST_ASK: Duration = Duration::from_secs(1);
+/// Registered tasks waiting for an early ask, at most; past it a task is
+/// left to the overdue pass.
+const MAX_SOON: usize = 10_000;
+
+/// One early ask: when, which task, and the wait before the next.
+type Soon = Reverse<(Instant, Uuid, Duration)>;
 
 /// Why a task could not be asked about (logged; it is asked again later).
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +70,9 @@ pub struct TaskPoller {
     clock: Arc<dyn Clock>,
     client: reqwest::Client,
     overdue: Duration,
+    /// Tasks just registered with their agent's address
+    /// ([`Intake::asking_soon`]).
+    registered: Option<mpsc::UnboundedReceiver<Uuid>>,
 }
 
 impl TaskPoller {
@@ -67,25 +90,79 @@ impl TaskPoller {
             clock,
             client,
             overdue,
+            registered: None,
         }
+    }
+
+    /// Also asks soon after each registration `registered` names (the
+    /// other end is the intake's, see [`Intake::asking_soon`]).
+    pub fn asking_soon(mut self, registered: mpsc::UnboundedReceiver<Uuid>) -> Self {
+        self.registered = Some(registered);
+        self
     }
 
     /// Asks about every task not heard of since now (what this process may
     /// have missed while it was down), then, every half of `overdue`, about
-    /// those silent for longer than `overdue`, until `shutdown`.
-    pub async fn run(self, shutdown: CancellationToken) {
+    /// those silent for longer than `overdue`; between, each task just
+    /// registered soon after; until `shutdown`.
+    pub async fn run(mut self, shutdown: CancellationToken) {
         let mut silent_for = chrono::Duration::zero();
+        let mut next_pass = Instant::now();
+        let mut soon: BinaryHeap<Soon> = BinaryHeap::new();
         loop {
-            let asked = self.pass(silent_for).await;
-            if asked > 0 {
-                tracing::debug!("asked remote agents about {asked} tasks");
-            }
-            silent_for = chrono::Duration::from_std(self.overdue).unwrap_or(chrono::Duration::MAX);
+            let next_soon = soon.peek().map(|Reverse((at, _, _))| *at);
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(self.overdue / 2) => {}
+                () = tokio::time::sleep_until(next_pass) => {
+                    let asked = self.pass(silent_for).await;
+                    if asked > 0 {
+                        tracing::debug!("asked remote agents about {asked} tasks");
+                    }
+                    silent_for =
+                        chrono::Duration::from_std(self.overdue).unwrap_or(chrono::Duration::MAX);
+                    next_pass = Instant::now() + self.overdue / 2;
+                }
+                registered = next_registered(&mut self.registered) => match registered {
+                    Some(id) if soon.len() < MAX_SOON => {
+                        soon.push(Reverse((Instant::now() + FIRST_ASK, id, FIRST_ASK)));
+                    }
+                    Some(_) => {}
+                    None => self.registered = None,
+                },
+                () = sleep_until(next_soon), if next_soon.is_some() => {
+                    if let Some(Reverse((_, id, waited))) = soon.pop() {
+                        let next = waited * 2;
+                        if !self.ask_soon(id).await && next < self.overdue {
+                            soon.push(Reverse((Instant::now() + next, id, next)));
+                        }
+                    }
+                }
             }
         }
+    }
+
+    /// Asks about the task of `id` if it has not ended; answers whether it
+    /// has ended (then nothing more is asked early).
+    async fn ask_soon(&self, id: Uuid) -> bool {
+        if self.ended(id).await {
+            return true;
+        }
+        match self.store.task_record(id).await {
+            Ok(Some(task)) => {
+                if let Err(e) = self.ask(task).await {
+                    tracing::debug!("asking about the task of execution {id} soon: {e}");
+                }
+            }
+            Ok(None) => return true,
+            Err(e) => tracing::debug!("reading the task of execution {id}: {e}"),
+        }
+        self.ended(id).await
+    }
+
+    /// Whether the execution `id` has ended (a read that fails says no).
+    async fn ended(&self, id: Uuid) -> bool {
+        let executions = self.store.executions(&[id]).await;
+        executions.is_ok_and(|e| e.first().is_some_and(|e| e.finished_at.is_some()))
     }
 
     /// One pass over tasks silent for `silent_for`; returns how many were
@@ -144,5 +221,21 @@ impl TaskPoller {
         let update = a2a::read_get_task(&answer)?;
         self.intake.take_update(task, update).await?;
         Ok(())
+    }
+}
+
+/// The next task registered, or never when nothing registers.
+async fn next_registered(registered: &mut Option<mpsc::UnboundedReceiver<Uuid>>) -> Option<Uuid> {
+    match registered {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Until `at`, or never.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

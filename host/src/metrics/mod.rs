@@ -82,7 +82,7 @@ const NOTICE_RESULTS: [&str; 5] = ["delivered", "failed", "retried", "none", "ex
 
 /// What the retention purges ([`Metrics::text_purged`]): tool output, then
 /// settled history.
-const PURGED_TEXT: [&str; 8] = [
+const PURGED_TEXT: [&str; 9] = [
     "deliveries",
     "chat_turns",
     "chat_notices",
@@ -91,6 +91,7 @@ const PURGED_TEXT: [&str; 8] = [
     "late_reports",
     "sessions",
     "links",
+    "session_push",
 ];
 
 /// The agent calls ([`Metrics::agent_call`]) and how each ends.

@@ -63,6 +63,7 @@ mod policy;
 mod primary;
 mod read;
 mod retention;
+mod session_push;
 mod standbys;
 mod tasks;
 #[cfg(feature = "test-support")]
@@ -115,6 +116,7 @@ pub use read::status::{Judged, SessionStatus};
 pub use read::timeline::Shown;
 #[cfg(feature = "test-support")]
 pub use read::timeline::SHOWN_CHARS;
+pub use session_push::{PushedTaskLink, SessionPush};
 pub use standbys::Standbys;
 #[cfg(feature = "test-support")]
 pub use standbys::WalPosition;
@@ -153,6 +155,7 @@ pub const MAX_WINDOW: Duration = Duration::minutes(30);
 /// Malformed input gets its own variant so the API can answer with a 4xx
 /// instead of a 500; database failures are passed through.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// A string that should have been a UUID was not (the parse boundary is
     /// `parse_uuid`).

@@ -9,6 +9,7 @@ mod executions;
 mod fuzz;
 mod overview;
 mod scopes;
+mod session_push;
 mod sessions;
 mod shadow;
 mod tasks;

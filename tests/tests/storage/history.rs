@@ -115,6 +115,16 @@ async fn settled_history_goes_and_what_is_in_flight_stays(store: Store) {
         assert!(!late.applied);
     }
 
+    // A session push configuration that stopped linking a month ago goes;
+    // one that stopped linking yesterday stays.
+    let pushing = Uuid::new_v4();
+    let (stale, fresh) = ("a".repeat(64), "b".repeat(64));
+    for (token, until) in [(&stale, t0()), (&fresh, t0() + Duration::days(30))] {
+        (store.mint_session_push(pushing, token, until, t0()))
+            .await
+            .expect("mint");
+    }
+
     let now = t0() + Duration::days(31);
     let (retention, _clock) = retention_task(&store, now, Some(30 * DAY), None);
     let purged = retention.purge_history().await.expect("purge");
@@ -127,8 +137,12 @@ async fn settled_history_goes_and_what_is_in_flight_stays(store: Store) {
             // The idle session still has its pending notice.
             sessions: 0,
             links: 0,
+            session_push: 1,
         }
     );
+    let kept = |token| store.session_push(pushing, token);
+    assert_eq!(kept(&stale).await.expect("read"), None);
+    assert!(kept(&fresh).await.expect("read").is_some());
     assert_eq!(store.delivery(old_settled).await.expect("read"), None);
     for kept in [old_pending, old_operator_pending, recent_settled] {
         assert!(

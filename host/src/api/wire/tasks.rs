@@ -111,3 +111,35 @@ pub struct McpTaskRecorded {
     /// Why nothing was applied, or `null`.
     pub note: Option<String>,
 }
+
+/// `POST /v1/sessions/{id}/push-configs`: a push configuration for every
+/// task the session's agent creates.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionPushRequest {
+    /// How long a push of it may link a task not linked yet, in seconds
+    /// (at most 7 days); without it, until the session's open window ends.
+    #[serde(default)]
+    pub ttl_seconds: Option<i64>,
+}
+
+/// A session's push configuration, for the runtime's A2A client
+/// (`TaskPushNotificationConfig` in a message's `configuration`, 1.0
+/// `taskPushNotificationConfig`, 0.3 `pushNotificationConfig`: `url`,
+/// `token`, `authentication`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionPushConfiguration {
+    /// Where the agent POSTs every push of the session's tasks.
+    pub url: String,
+    /// A secret that reports the session's tasks and nothing else; kept
+    /// only as its SHA-256. Minting again adds another; this one stays
+    /// valid.
+    pub token: String,
+    /// The same token as an `Authorization` scheme and credentials.
+    pub authentication: PushAuthentication,
+    /// Until when a push links a task not linked yet; a task it linked
+    /// keeps reporting after.
+    pub links_until: DateTime<Utc>,
+    /// The most tasks the session links through its push configurations.
+    pub max_tasks: i64,
+}

@@ -112,6 +112,16 @@ impl Poll {
     }
 }
 
+/// Links `$1` (an execution) to `$2` (a session) at `$3`: the first link
+/// wins (a conflict inserts nothing), and an execution that finished
+/// before the link horizon is never linked again. Shared by every writer
+/// of a link.
+pub(in crate::store) const INSERT_LINK: &str =
+    "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
+     SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM executions e \
+       JOIN nomos_link_horizon h ON e.finished_at < h.before_at WHERE e.id = $1) \
+     ON CONFLICT (execution_id) DO NOTHING";
+
 impl Store {
     /// Links executions to the session whose tool result mentioned them.
     ///
@@ -143,17 +153,12 @@ impl Store {
         let mut out = LinkOutcome::default();
         let mut tx = self.begin().await?;
         for id in dedup(execution_ids) {
-            let inserted = query(
-                "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
-                 SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM executions e \
-                   JOIN nomos_link_horizon h ON e.finished_at < h.before_at WHERE e.id = $1) \
-                 ON CONFLICT (execution_id) DO NOTHING",
-            )
-            .bind(id)
-            .bind(session_id)
-            .bind(now)
-            .execute(&mut tx)
-            .await?;
+            let inserted = query(INSERT_LINK)
+                .bind(id)
+                .bind(session_id)
+                .bind(now)
+                .execute(&mut tx)
+                .await?;
             if inserted == 1 {
                 out.linked.push(id);
                 continue;

@@ -13,22 +13,6 @@ use uuid::Uuid;
 use super::peer::A2aAgent;
 use super::{contains, names, plain_state, sent_headers, Serve, FAILURE, PARTIAL, QUESTION};
 
-/// Two tests for each story: A2A 1.0 on a2a-sdk 1.x (the main
-/// environment), A2A 0.3 on a2a-sdk 0.3.x (its own).
-macro_rules! each_version {
-    ($($story:ident: $v1_0:ident, $v0_3:ident;)*) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $v1_0() {
-            $story(Venv::Main, "1.0").await;
-        }
-
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $v0_3() {
-            $story(Venv::A2a03, "0.3").await;
-        }
-    )*};
-}
-
 each_version! {
     failed_story:
         a2a_1_0_a_failed_task_continues_once_and_forged_pushes_are_refused,

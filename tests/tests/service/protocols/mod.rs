@@ -23,7 +23,24 @@
 //! Needs the tests' Python environments (main, and `a2a03` for A2A 0.3):
 //! without them each test skips, except under `CI=true`.
 
+/// Two tests for each story: A2A 1.0 on a2a-sdk 1.x (the main
+/// environment), A2A 0.3 on a2a-sdk 0.3.x (its own).
+macro_rules! each_version {
+    ($($story:ident: $v1_0:ident, $v0_3:ident;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $v1_0() {
+            $story(Venv::Main, "1.0").await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $v0_3() {
+            $story(Venv::A2a03, "0.3").await;
+        }
+    )*};
+}
+
 mod a2a;
+mod a2a_session;
 mod mcp;
 mod peer;
 
@@ -62,6 +79,11 @@ struct Answer {
 
 impl Serve {
     async fn start() -> Serve {
+        Self::start_with(&[]).await
+    }
+
+    /// Like [`Serve::start`], with more of `serve`'s flags.
+    async fn start_with(flags: &[&str]) -> Serve {
         let ok = || Script::always(Reply::json(200, &json!({})));
         let (_, agent) = RecordingServer::start(ok()).await.expect("agent webhook");
         let (_, operator) = RecordingServer::start(ok()).await.expect("operator");
@@ -75,6 +97,9 @@ impl Serve {
             "--notify-webhook".into(),
             operator.url("/operator"),
         ];
+        options
+            .extra_args
+            .extend(flags.iter().map(|f| (*f).to_owned()));
         Serve {
             replica: Replica::start(&options).await,
             options,

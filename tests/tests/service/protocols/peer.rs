@@ -74,6 +74,25 @@ impl A2aAgent {
         self.ask(json!({"op": "send", "script": script})).await["task"].take()
     }
 
+    /// A task of `script` sent with `push` in the message's own
+    /// configuration (1.0 `taskPushNotificationConfig`, 0.3
+    /// `pushNotificationConfig`).
+    pub async fn send_with_push(&mut self, script: &str, push: &Value) -> Value {
+        let command = json!({"op": "send", "script": script, "push": push});
+        self.ask(command).await["task"].take()
+    }
+
+    /// Makes the SDK's client carry `push` in every message it sends from
+    /// now on (its `ClientConfig`), the SDKs' own default.
+    pub async fn configure(&mut self, push: &Value) {
+        self.ask(json!({"op": "client", "push": push})).await;
+    }
+
+    /// The task as the agent's SDK returns it (`GetTask`).
+    pub async fn get(&mut self, task_id: &str) -> Value {
+        self.ask(json!({"op": "get", "task_id": task_id})).await["task"].take()
+    }
+
     /// Registers `push` (nomos-continue's `push` object) for the task, as
     /// the configuration `id`.
     pub async fn register(&mut self, task_id: &str, push: &Value, id: &str) -> Value {
