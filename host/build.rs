@@ -15,7 +15,8 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TARGET: &str = "wasm32-wasip2";
+#[path = "build_guest.rs"]
+mod guest;
 
 /// Hands the crate the commit it is built from as `NOMOS_CONTINUE_COMMIT`
 /// (for `nomos_continue_build_info`): `git rev-parse`'s short hash, or
@@ -60,54 +61,25 @@ fn main() {
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     embed_migrations(&workspace, &out_dir);
     embed_commit(&workspace);
-    for watched in ["guest/src", "guest/Cargo.toml", "wit"] {
+    for watched in [
+        "guest/src",
+        "guest/Cargo.toml",
+        "wit",
+        "host/build_guest.rs",
+    ] {
         println!(
             "cargo:rerun-if-changed={}",
             workspace.join(watched).display()
         );
     }
 
-    let guest_target = guest_target_dir(&out_dir, &workspace);
-    ensure_target_installed();
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&workspace)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "nomos-policy-default",
-            "--bin",
-            "policy",
-        ])
-        .args(["--target", TARGET])
-        .arg("--target-dir")
-        .arg(&guest_target);
-    // Flags meant for the host build (clippy's wrapper, coverage or
-    // sanitizer flags) must not leak into the wasm build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_LLVM_COV",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd
-        .status()
-        .expect("failed to run cargo for the policy guest");
-    assert!(
-        status.success(),
-        "building the policy guest for {TARGET} failed"
-    );
-
-    let built = guest_target
-        .join(TARGET)
-        .join("release")
-        .join("policy.wasm");
+    let built = guest::build(
+        &workspace,
+        &out_dir,
+        &["-p", "nomos-policy-default", "--bin", "policy"],
+        "the policy guest",
+    )
+    .join("policy.wasm");
     let copied = out_dir.join("policy.wasm");
     std::fs::copy(&built, &copied).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
     println!("cargo:rustc-env=NOMOS_BUILTIN_POLICY={}", copied.display());
@@ -222,46 +194,4 @@ fn embed_golden_inputs(workspace: &Path, out_dir: &Path) {
     code.push_str("]\n");
     let out = out_dir.join("golden_decide.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
-}
-
-/// `<workspace target dir>/guest-wasm`, found from OUT_DIR
-/// (`<target>/<profile>/build/<pkg>-<hash>/out`), or under OUT_DIR if the
-/// layout is unexpected.
-fn guest_target_dir(out_dir: &Path, workspace: &Path) -> PathBuf {
-    let target_root = out_dir
-        .ancestors()
-        .nth(4)
-        .filter(|p| p.starts_with(workspace) || p.join("CACHEDIR.TAG").exists());
-    match target_root {
-        Some(root) => root.join("guest-wasm"),
-        None => out_dir.join("guest-wasm"),
-    }
-}
-
-/// rustup adds the targets of `rust-toolchain.toml` only when it installs the
-/// toolchain; on a machine that already had 1.95 the wasm target is missing,
-/// so add it here rather than fail with "can't find crate for `std`".
-fn ensure_target_installed() {
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .ok()
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    let installed = sysroot.is_some_and(|root| root.join("lib/rustlib").join(TARGET).exists());
-    if installed {
-        return;
-    }
-    println!(
-        "cargo:warning=adding the {TARGET} target with rustup (listed in rust-toolchain.toml)"
-    );
-    let mut cmd = Command::new("rustup");
-    cmd.args(["target", "add", TARGET]);
-    if let Ok(toolchain) = env::var("RUSTUP_TOOLCHAIN") {
-        cmd.args(["--toolchain", &toolchain]);
-    }
-    match cmd.status() {
-        Ok(s) if s.success() => {}
-        _ => panic!("the {TARGET} target is missing; run `rustup target add {TARGET}`"),
-    }
 }

@@ -3,16 +3,13 @@
 //! `BROKEN_WASM`, `OTHER_WORLD_WASM`, `WRONG_VERSION_WASM`, `CONTRARY_WASM`
 //! and `LEGACY_WASM` (a policy of contract 0.1.0).
 //!
-//! Same scheme as `host/build.rs`: a nested cargo with its own target
-//! directory, `<workspace target>/guest-wasm`, shared with the default guest
-//! so the wasm dependencies are compiled once. The outer cargo holds the lock
-//! on its own target directory; the nested one locks only `guest-wasm`.
+//! The same guest build as `host/build.rs` (`host/build_guest.rs`).
 
 use std::env;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-const TARGET: &str = "wasm32-wasip2";
+#[path = "../host/build_guest.rs"]
+mod guest;
 
 /// Each bin of the hostile crate and the variable that carries its path.
 const BINS: [(&str, &str); 6] = [
@@ -39,6 +36,7 @@ fn main() {
         "tests/hostile-guest/wit-v1",
         "guest/src",
         "wit",
+        "host/build_guest.rs",
     ] {
         println!(
             "cargo:rerun-if-changed={}",
@@ -46,55 +44,16 @@ fn main() {
         );
     }
 
-    let guest_target = guest_target_dir(&out_dir, &workspace);
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&workspace)
-        .args(["build", "--release", "-p", "nomos-hostile-guest", "--bins"])
-        .args(["--target", TARGET])
-        .arg("--target-dir")
-        .arg(&guest_target);
-    // Flags meant for the host build must not leak into the wasm build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_LLVM_COV",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd
-        .status()
-        .expect("failed to run cargo for the hostile guests");
-    assert!(
-        status.success(),
-        "building the hostile guests for {TARGET} failed (is the {TARGET} target installed?)"
+    let release = guest::build(
+        &workspace,
+        &out_dir,
+        &["-p", "nomos-hostile-guest", "--bins"],
+        "the hostile guests",
     );
-
     for (bin, var) in BINS {
-        let built = guest_target
-            .join(TARGET)
-            .join("release")
-            .join(format!("{bin}.wasm"));
+        let built = release.join(format!("{bin}.wasm"));
         let copied = out_dir.join(format!("{bin}.wasm"));
         std::fs::copy(&built, &copied).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
         println!("cargo:rustc-env={var}={}", copied.display());
-    }
-}
-
-/// `<workspace target dir>/guest-wasm`, found from OUT_DIR
-/// (`<target>/<profile>/build/<pkg>-<hash>/out`), or under OUT_DIR if the
-/// layout is unexpected.
-fn guest_target_dir(out_dir: &Path, workspace: &Path) -> PathBuf {
-    let target_root = out_dir
-        .ancestors()
-        .nth(4)
-        .filter(|p| p.starts_with(workspace) || p.join("CACHEDIR.TAG").exists());
-    match target_root {
-        Some(root) => root.join("guest-wasm"),
-        None => out_dir.join("guest-wasm"),
     }
 }

@@ -136,17 +136,15 @@ async fn main() -> Result<()> {
         filled.elapsed()
     );
 
-    let config = ServeConfig {
-        database_urls: vec![url],
-        token: Some(TOKEN.into()),
-        ..ServeConfig::default()
-    };
+    let config = ServeConfig::default()
+        .with_database_urls(vec![url])
+        .with_token(Some(TOKEN.into()));
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let shutdown = CancellationToken::new();
     let running = Server::new(config, Database::over(store.clone()))
         .start(listener, shutdown.clone())
         .await?;
-    let base = format!("http://{}", running.addr());
+    let base = format!("http://{}", running.addr().expect("served over HTTP"));
     let client = reqwest::Client::new();
 
     // A session and an execution to search for, and a later page of the

@@ -67,10 +67,7 @@ fn swaps(bytes: &[u8]) -> Result<(Duration, Duration, Duration)> {
     before.extend_from_slice(&[0, 7, 6]);
     before.extend_from_slice(b"before");
     let cache = tempfile::tempdir()?;
-    let limits = Limits {
-        compile_cache: Some(cache.path().to_path_buf()),
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_compile_cache(Some(cache.path().to_path_buf()));
     let timed = |runtime: &PolicyRuntime| -> Result<Duration> {
         let started = Instant::now();
         runtime.activate(bytes)?;

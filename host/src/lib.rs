@@ -5,27 +5,36 @@
 //!
 //! A runtime embeds the engine through what this root re-exports: open a
 //! [`Database`], implement [`Agent`] (or let the configuration name a
-//! webhook), and run the one assembly, [`Server`], with a [`ServeConfig`].
-//! What the runtime writes goes in through [`Running::intake`], in
-//! process: the operations the HTTP API's write routes call.
+//! webhook), and run the one assembly, [`Server`], with a [`ServeConfig`]
+//! built from its defaults (`ServeConfig::default().with_…`; the
+//! configurations are `#[non_exhaustive]`, so a new setting is not a
+//! breaking change). Start it with the HTTP API on a listener
+//! ([`Server::start`]) or without one ([`Server::start_in_process`]); what
+//! the runtime writes goes in through [`Running::intake`], in process: the
+//! operations the HTTP API's write routes call. `examples/embed.rs` runs
+//! the seed's story this way.
 //!
 //! ```no_run
-//! # async fn run() -> anyhow::Result<()> {
-//! use nomos_continue::{Database, Route, ServeConfig, Server};
+//! # async fn run(agent: std::sync::Arc<dyn nomos_continue::Agent>) -> anyhow::Result<()> {
+//! use nomos_continue::{Database, Route, ServeConfig, Server, WorkerConfig};
 //!
-//! let config = ServeConfig::default();
+//! let config = ServeConfig::default()
+//!     .with_worker(WorkerConfig::default().with_worker_id("runtime-1".into()));
 //! let database = Database::connect("sqlite:nomos-continue.db").await?;
 //! database.migrate().await?;
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:7300").await?;
 //! let shutdown = tokio_util::sync::CancellationToken::new();
-//! let running = Server::new(config, database).start(listener, shutdown).await?;
+//! let running = Server::new(config, database)
+//!     .with_agent(agent)
+//!     .start_in_process(shutdown)
+//!     .await?;
 //! let (session, execution) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
 //! let intake = running.intake();
 //! intake.approve(session, Route::Api, None).await?;
 //! let text = format!("started, execution {execution}");
 //! intake.link_tool_result(session, text, None).await?;
 //! intake.record_status(execution, "failed", "exit 1", None).await?;
-//! running.wait().await
+//! // ... the agent is re-invoked through `Agent::continue_session` ...
+//! running.stop().await
 //! # }
 //! ```
 //!
@@ -50,8 +59,11 @@
 //!   `chatWith` (its history in the store) and stdout adapters.
 //! - `worker`: the continuation worker: a planner that writes
 //!   continuations and a deliverer that calls the agent, and its wake-ups.
-//! - `maintenance`: the rescuer (expired leases) and the decision log's
-//!   retention, each on its own interval.
+//! - `maintenance`: the loops beside the worker, each on its own interval:
+//!   the rescuer (expired leases), the retention (decision log, tool output,
+//!   settled history), the stuck watch (executions running past
+//!   `--stuck-after` in an open window), the A2A task poller, and the
+//!   start-up warning when PostgreSQL will not vacuum the store's tables.
 //! - `intake`: what comes in, whoever brings it: a tool result's links, a
 //!   status report, an approval, a protocol task and its pushes, as plain
 //!   methods of [`Intake`] that the API, the pollers and an embedding
@@ -158,14 +170,14 @@ pub use agent::{
 };
 pub use api::{PushLimits, Rate};
 pub use intake::{
-    Intake, IntakeError, Linked, McpRecorded, PushConfiguration, Recorded, TaskRegistered,
-    TaskRegistration,
+    Intake, IntakeError, Linked, McpRecorded, PushConfiguration, Recorded,
+    SessionPushConfiguration, TaskRegistered, TaskRegistration,
 };
 pub use policy::{Limits, Revision};
 pub use server::{serve, Insecure, Running, ServeConfig, Server, TlsError, TlsFiles};
 pub use store::{
-    Backend, Claim, Database, DeliveryState, Execution, LinkOutcome, LinkTask, OperatorNotice,
-    Role, Route, StoreError, TaskSource, Turn, Window,
+    Backend, Claim, Database, Delivery, DeliveryKind, DeliveryState, Execution, LinkOutcome,
+    LinkTask, OperatorNotice, Role, Route, StoreError, TaskSource, Turn, Window,
 };
 pub use telemetry::{InvalidTraceparent, TraceContext};
 pub use worker::{NotifyConfig, WorkerConfig};

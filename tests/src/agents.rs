@@ -39,6 +39,27 @@ impl RecordingAgent {
         self.notices.lock().expect("notices lock").clone()
     }
 
+    /// The one notice the agent was given, which must contain every one of
+    /// `parts`: "settled with one notice that says why" (P1), asserted the
+    /// same way everywhere. Panics with every notice otherwise.
+    pub fn the_one_notice(&self, parts: &[&str]) -> Notice {
+        let notices = self.notices();
+        let [notice] = notices.as_slice() else {
+            panic!(
+                "expected exactly one notice, got {}: {notices:#?}",
+                notices.len()
+            );
+        };
+        for part in parts {
+            assert!(
+                notice.message.contains(part),
+                "the notice does not say {part:?}: {}",
+                notice.message
+            );
+        }
+        notice.clone()
+    }
+
     /// Makes every call wait (after it is recorded) until the guard drops.
     pub async fn hold(&self) -> OwnedRwLockWriteGuard<()> {
         self.gate.clone().write_owned().await

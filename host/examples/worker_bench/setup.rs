@@ -129,12 +129,10 @@ pub fn worker(store: &Store, args: &Args) -> Result<(Worker, Calls), Error> {
         calls: tx,
         count: Mutex::new(0),
     });
-    let config = WorkerConfig {
-        worker_id: "bench".into(),
-        poll_interval: Duration::from_millis(args.poll_ms),
-        log_decisions: !args.no_decision_log,
-        ..WorkerConfig::default()
-    };
+    let config = WorkerConfig::default()
+        .with_worker_id("bench".into())
+        .with_poll_interval(Duration::from_millis(args.poll_ms))
+        .with_log_decisions(!args.no_decision_log);
     let worker = Worker::builder(store.clone(), policy, agent)
         .clock(Arc::new(SystemClock))
         .config(config)

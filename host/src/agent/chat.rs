@@ -97,6 +97,7 @@ impl ChatTurn {
 
 /// Why the history could not be read or written.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HistoryError {
     /// The store failed or could not be reached; trying again may help.
     #[error("chat history unavailable: {0}")]

@@ -91,6 +91,7 @@ pub struct Notice {
 
 /// Why a delivery failed, and whether trying again can help.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AgentError {
     /// The agent could not take the call now: no answer (a time-out, a
     /// refused or reset connection) or "come back later" (408, 409 for the

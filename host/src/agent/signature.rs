@@ -31,6 +31,7 @@ const SECRET_BASE64: GeneralPurpose = GeneralPurpose::new(
 
 /// Why a secret was refused. The messages never quote the value.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SecretError {
     /// The value does not start with `whsec_`.
     #[error("a webhook secret must start with {SECRET_PREFIX}")]

@@ -12,7 +12,6 @@ use super::error::{parse_id, ApiError};
 use super::idempotency;
 use super::wire::{Delivery, DropResponse, Problem, RetryResponse};
 use super::AppState;
-use crate::store::{OperatorDrop, RetryOutcome};
 
 /// One delivery; 404 if there is none with this id.
 #[utoipa::path(get, path = "/v1/deliveries/{delivery_id}", tag = "deliveries",
@@ -52,18 +51,10 @@ pub(super) async fn retry(
     let body = state.caps.small.take(body)?;
     let request = idempotency::Request::new("retry", &id.to_string(), &body, &headers)?;
     idempotency::once(&state, request, || async {
-        let outcome = state.store.retry_delivery(id, state.clock.now()).await?;
-        match outcome {
-            RetryOutcome::Retried(delivery) => {
-                state.store.notify_wake().await?;
-                state.wake.notify_one();
-                Ok(RetryResponse {
-                    delivery: (*delivery).into(),
-                })
-            }
-            RetryOutcome::NotFound => Err(ApiError::NotFound(outcome.explain(id))),
-            other => Err(ApiError::Conflict(other.explain(id))),
-        }
+        let delivery = state.intake.retry_delivery(id).await?;
+        Ok(RetryResponse {
+            delivery: delivery.into(),
+        })
     })
     .await
 }
@@ -92,17 +83,10 @@ pub(super) async fn drop_delivery(
     let body = state.caps.small.take(body)?;
     let request = idempotency::Request::new("drop", &id.to_string(), &body, &headers)?;
     idempotency::once(&state, request, || async {
-        let outcome = state.store.drop_delivery(id, state.clock.now()).await?;
-        match outcome {
-            OperatorDrop::Dropped(delivery) => {
-                tracing::info!(delivery = %id, "the operator dropped a delivery");
-                Ok(DropResponse {
-                    delivery: (*delivery).into(),
-                })
-            }
-            OperatorDrop::NotFound => Err(ApiError::NotFound(outcome.explain(id))),
-            other => Err(ApiError::Conflict(other.explain(id))),
-        }
+        let delivery = state.intake.drop_delivery(id).await?;
+        Ok(DropResponse {
+            delivery: delivery.into(),
+        })
     })
     .await
 }

@@ -70,6 +70,17 @@ pub enum ApiError {
         /// When the limit next admits a request.
         retry_after_secs: u64,
     },
+    /// A session past its bound of tasks linked through its push
+    /// configurations: 429 with a problem type of its own and no
+    /// `Retry-After` (waiting does not lift a bound).
+    #[error(
+        "the session has linked its {max} tasks through its push configurations; \
+             register further tasks one by one (POST /v1/sessions/{{id}}/tasks)"
+    )]
+    TaskLimit {
+        /// The bound.
+        max: i64,
+    },
     /// The database failed in a way that passes (a lost connection, a
     /// full pool, a serialization failure); worth retrying. The text is
     /// logged, not sent.
@@ -101,9 +112,11 @@ impl From<IntakeError> for ApiError {
         match e {
             IntakeError::Invalid(text) => ApiError::BadRequest(text),
             IntakeError::TooLarge { limit, max } => ApiError::TooLarge { limit, max },
+            IntakeError::NotFound(text) => ApiError::NotFound(text),
             IntakeError::Conflict(text) => ApiError::Conflict(text),
             IntakeError::WrongToken => ApiError::Unauthorized,
             IntakeError::OtherTask(text) => ApiError::Forbidden(text),
+            IntakeError::TaskLimit { max } => ApiError::TaskLimit { max },
             IntakeError::PolicyUnavailable(text) => ApiError::PolicyUnavailable(text),
             IntakeError::Unavailable(text) => ApiError::Unavailable(text),
             IntakeError::Store(e) => e.into(),
@@ -179,6 +192,11 @@ impl ApiError {
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate-limited",
                 "Over the rate limit",
+            ),
+            ApiError::TaskLimit { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "session-task-limit",
+                "Too many tasks for one session",
             ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -60,7 +60,6 @@ use std::sync::Arc;
 use axum::middleware;
 use axum::routing::{delete, get, post, put};
 use axum::Router;
-use tokio::sync::Notify;
 
 use self::admission::Admission;
 
@@ -104,8 +103,6 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The counters `/metrics` serves.
     pub metrics: Arc<Metrics>,
-    /// Notified after a status is recorded, so the worker skips its poll.
-    pub wake: Arc<Notify>,
     /// The tokens and what each opens (see `auth.rs`).
     pub auth: Auth,
     /// Each route's body cap, from the policy's limits.
@@ -142,6 +139,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/sessions/{session_id}/tasks",
             post(tasks::register_task).layer(caps.small.layer()),
+        )
+        .route(
+            "/v1/sessions/{session_id}/push-configs",
+            post(tasks::mint_session_push).layer(caps.small.layer()),
         )
         .route(
             "/v1/mcp/tasks",
@@ -210,6 +211,12 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/v1/a2a/push/{execution_id}",
             post(a2a::receive_push)
+                .layer(caps.execution.layer())
+                .route_layer(admit()),
+        )
+        .route(
+            "/v1/a2a/sessions/{session_id}/push",
+            post(a2a::receive_session_push)
                 .layer(caps.execution.layer())
                 .route_layer(admit()),
         )

@@ -10,6 +10,7 @@
 //! The buckets are `governor`'s (GCRA): a rate of `N/s` admits bursts of
 //! `N` and then one every `1/N` s.
 
+use derive_setters::Setters;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
@@ -69,7 +70,9 @@ impl Rate {
 
 /// The push route's limits (`serve --push-rate`, `--push-rate-total`);
 /// `None` is no limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Setters)]
+#[setters(prefix = "with_")]
+#[non_exhaustive]
 pub struct PushLimits {
     /// Per push token.
     pub per_token: Option<Rate>,

@@ -53,13 +53,14 @@ fn millis(ms: Option<i64>) -> String {
 }
 
 impl Strip {
-    pub(super) fn of(p: Pulse) -> Self {
+    /// The tiles across the top: what is in flight and what went wrong.
+    fn tiles(p: &Pulse) -> Vec<Tile> {
         let recent = format!("last {} h", RECENT.num_hours());
         let oldest = match p.oldest_in_flight_since {
             Some(t) => format!("oldest linked {} ago", span((p.at - t).num_seconds())),
             None => "none running".into(),
         };
-        let tiles = vec![
+        vec![
             Tile {
                 name: "in-flight",
                 label: "in flight".into(),
@@ -120,11 +121,14 @@ impl Strip {
                 href: None,
                 bad: false,
             },
-        ];
+        ]
+    }
+
+    /// One bar per hour of the chart, each at least a sliver if not empty.
+    fn bars(p: &Pulse) -> Vec<Bar> {
         let most = p.continuations_by_hour.iter().copied().max().unwrap_or(0);
         let hours = p.continuations_by_hour.len() as i64;
-        let bars = p
-            .continuations_by_hour
+        p.continuations_by_hour
             .iter()
             .enumerate()
             .map(|(n, &count)| {
@@ -145,7 +149,14 @@ impl Strip {
                     },
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    pub(super) fn of(p: Pulse) -> Self {
+        let tiles = Self::tiles(&p);
+        let bars = Self::bars(&p);
+        let most = p.continuations_by_hour.iter().copied().max().unwrap_or(0);
+        let hours = p.continuations_by_hour.len() as i64;
         let total: i64 = p.continuations_by_hour.iter().sum();
         let chart_text = format!(
             "Continuations delivered per hour over the last {CHART_HOURS} hours, oldest first: \

@@ -58,9 +58,7 @@ mod file;
 mod shadow;
 mod watch;
 
-#[cfg(feature = "test-support")]
 pub use database::DbPolicyWatcher;
-#[cfg(feature = "test-support")]
 pub use file::FileWatcher;
 pub use watch::Look;
 

@@ -12,19 +12,25 @@
 //! - `links`: a tool result's executions and protocol tasks, linked.
 //! - `reports`: one status report, the one path every report takes.
 //! - `windows`: approving and denying (the assent window), chat turns.
+//! - `deliveries`: the operator's retry and drop of a ledger row.
+//! - `session_push`: a session's push configuration, and a push under it
+//!   (which links its task on the first).
 //! - `tasks`: a session's protocol task and its push configuration, an
 //!   A2A push or `GetTask` answer, an MCP task update.
 
 mod a2a;
+mod deliveries;
 mod links;
 mod mcp;
 mod reports;
+mod session_push;
 mod tasks;
 mod windows;
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
+use uuid::Uuid;
 
 use crate::classes::StatusClasses;
 use crate::clock::Clock;
@@ -33,6 +39,7 @@ use crate::store::{Store, StoreError};
 
 pub use links::Linked;
 pub use reports::Recorded;
+pub use session_push::{SessionPushConfiguration, MAX_SESSION_TASKS};
 pub(crate) use tasks::token_sha256;
 pub use tasks::{McpRecorded, PushConfiguration, TaskRegistered, TaskRegistration};
 
@@ -64,8 +71,11 @@ pub enum IntakeError {
         /// Its size in bytes.
         max: usize,
     },
+    /// Nothing has the id (a delivery).
+    #[error("{0}")]
+    NotFound(String),
     /// The input conflicts with what is stored (a task linked to another
-    /// session).
+    /// session, a delivery that cannot be retried or dropped now).
     #[error("{0}")]
     Conflict(String),
     /// A push token that opens nothing: missing, wrong, expired, or for an
@@ -73,9 +83,18 @@ pub enum IntakeError {
     /// learns nothing of which executions exist).
     #[error("missing or wrong push token")]
     WrongToken,
-    /// A push that names another task than its token's.
+    /// A push that names another task than its token's (or, under a
+    /// session's token, another session's task, or a new one after the
+    /// configuration stopped linking).
     #[error("{0}")]
     OtherTask(String),
+    /// The session has linked its most tasks through its push
+    /// configurations: a bound, not a rate; waiting does not lift it.
+    #[error("the session has linked its {max} tasks through its push configurations")]
+    TaskLimit {
+        /// The bound.
+        max: i64,
+    },
     /// The policy could not answer (it trapped or timed out); worth
     /// retrying.
     #[error("policy unavailable: {0}")]
@@ -124,6 +143,9 @@ pub struct Intake {
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
     public_url: String,
+    /// Where a task registered with its agent's address is announced, to
+    /// be asked about soon (the A2A poller's, see `maintenance`).
+    asks: Option<mpsc::UnboundedSender<Uuid>>,
 }
 
 impl std::fmt::Debug for Intake {
@@ -155,7 +177,16 @@ impl Intake {
             clock,
             wake,
             public_url,
+            asks: None,
         }
+    }
+
+    /// Announces each task registered with its agent's address on
+    /// `asks`, so the poller asks about it soon: a task that ended before
+    /// its push configuration existed was never pushed.
+    pub(crate) fn asking_soon(mut self, asks: mpsc::UnboundedSender<Uuid>) -> Self {
+        self.asks = Some(asks);
+        self
     }
 
     /// The policy's limits, which bound what comes in.

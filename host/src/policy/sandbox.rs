@@ -2,6 +2,7 @@
 //! and epoch interruption, a WASI context that grants nothing, and a fresh
 //! [`Store`] per evaluation so no state survives from one batch to the next.
 
+use derive_setters::Setters;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
@@ -26,7 +27,9 @@ const KEEP_RESIDENT_BYTES: usize = 1 << 20;
 const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The production limits every policy call runs under.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(prefix = "with_")]
+#[non_exhaustive]
 pub struct Limits {
     /// Time one call (or one batch) may run before it is interrupted:
     /// CPU time of the calling thread, with a wall-clock backstop of ten

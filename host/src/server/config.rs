@@ -1,6 +1,7 @@
 //! What a process is told: the settings [`super::serve`] builds everything
 //! from, with the defaults `nomos-continue serve` starts with.
 
+use derive_setters::Setters;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +57,9 @@ pub const MIN_LINK_RETENTION: Duration = Duration::from_secs(30 * 60);
 
 /// Everything a process can be told. Where the API listens is not here:
 /// the caller binds the listener and hands it over.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(prefix = "with_")]
+#[non_exhaustive]
 pub struct ServeConfig {
     /// `postgres://…` or `sqlite:…`; several PostgreSQL URLs (or one
     /// naming several hosts) for a primary and its standbys, of which the

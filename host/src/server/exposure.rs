@@ -10,10 +10,13 @@
 //! Each refusal can be overridden by a flag of its own; an override is
 //! logged at every start, so it is never forgotten in a deployment.
 
+use derive_setters::Setters;
 use std::net::SocketAddr;
 
 /// The operator's explicit overrides of the exposure checks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Setters)]
+#[setters(prefix = "with_")]
+#[non_exhaustive]
 pub struct Insecure {
     /// Serve a non-loopback address with no token (`--insecure-no-token`).
     pub no_token: bool,

@@ -24,11 +24,12 @@ use crate::metrics::Metrics;
 pub(super) const REQUEST_ACQUIRE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The base URL minted push URLs start with: the configured one, or this
-/// listener's address; no trailing slash.
-pub(super) fn public_url(config: &ServeConfig, addr: SocketAddr, tls: bool) -> String {
-    let url = match &config.public_url {
-        Some(url) => url.clone(),
-        None => format!("{}://{addr}", if tls { "https" } else { "http" }),
+/// listener's address (none without a listener); no trailing slash.
+pub(super) fn public_url(config: &ServeConfig, addr: Option<SocketAddr>, tls: bool) -> String {
+    let url = match (&config.public_url, addr) {
+        (Some(url), _) => url.clone(),
+        (None, Some(addr)) => format!("{}://{addr}", if tls { "https" } else { "http" }),
+        (None, None) => String::new(),
     };
     url.trim_end_matches('/').to_owned()
 }

@@ -12,6 +12,8 @@
 //! - `registration`: the worker id's registration and the upkeep tasks.
 //! - `exposure`: which addresses may be served without a token or TLS.
 //! - `http`: the API's router with its layers, served on the listener.
+//! - `start`: [`Server::start`] (and in process, without the API), one
+//!   step a function.
 //! - `running`: [`Running`], the system while it runs, and its stop.
 //! - `timed`: the agent with every call timed into the metrics.
 //! - `tls`: TLS termination (rustls).
@@ -24,6 +26,7 @@ mod http;
 mod parts;
 mod registration;
 mod running;
+mod start;
 mod timed;
 mod tls;
 
@@ -32,22 +35,15 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use crate::agent::{Agent, Operator};
-use crate::api::{AppState, BodyCaps, PushLimiter};
 use crate::clock::Clock;
-use crate::deploy::{Look, PolicyDeployment, WatchOutcome};
-use crate::intake::Intake;
-use crate::maintenance::{self, Rescuer, StuckWatch, TaskPoller};
 use crate::metrics::Metrics;
 use crate::policy::PolicyRuntime;
 use crate::redact;
 use crate::store::{Database, Store};
 use crate::telemetry::Telemetry;
-use crate::worker::{spawn_pg_listener, Notifier, Worker};
 
 pub use connections::DEFAULT_MAX_CONNECTIONS;
 #[cfg(feature = "test-support")]
@@ -86,6 +82,7 @@ pub async fn serve(
         .map(|url| redact::database_url(url))
         .collect::<Vec<_>>()
         .join(", ");
+    let addr = listener.local_addr().context("bound address")?;
     let server = Server::connect(config).await?;
     let store = server.store().clone();
     let stopped = async {
@@ -93,11 +90,11 @@ pub async fn serve(
         let policy = running.policy().active_revision().short().to_owned();
         println!(
             "nomos-continue listening on {scheme}://{} (worker {}, policy {policy})",
-            running.addr(),
+            addr,
             running.worker_id(),
         );
         tracing::info!(
-            address = %format!("{scheme}://{}", running.addr()),
+            address = %format!("{scheme}://{addr}"),
             database = %databases,
             worker = running.worker_id(),
             %policy,
@@ -238,212 +235,5 @@ impl Server {
     #[cfg_attr(feature = "test-support", visibility::make(pub))]
     pub(crate) fn store(&self) -> &Store {
         &self.store
-    }
-
-    /// Builds the parts not injected, registers the worker id, converges on
-    /// the policy revision the database names, and starts every task. Fails
-    /// (with nothing left registered or running) if a part cannot be built
-    /// or another live process holds the worker id.
-    pub async fn start(
-        self,
-        listener: TcpListener,
-        shutdown: CancellationToken,
-    ) -> Result<Running> {
-        let Server {
-            config,
-            store,
-            policy,
-            agent,
-            operator,
-            clock,
-            metrics,
-            worker: with_worker,
-            wake,
-        } = self;
-        if let Some(warning) = check_exposure(&listener, &config)? {
-            tracing::warn!("{warning}");
-        }
-        let tls = match &config.tls {
-            Some(files) => Some(files.load()?),
-            None => None,
-        };
-        let mut tasks = JoinSet::new();
-        // Before anything else runs on the store: every part follows the
-        // primary through a failover (a no-op for one server).
-        let (following, follow_stop) = (store.clone(), shutdown.clone());
-        tasks.spawn(async move { following.follow_primary(follow_stop).await });
-        maintenance::warn_if_unvacuumed(&store).await;
-        let verify_keys = parts::load_verify_keys(&config)?;
-        let policy = match policy {
-            Some(policy) => policy,
-            None => Arc::new(parts::load_policy(&config, verify_keys.as_ref()).await?),
-        };
-        let clock: Arc<dyn Clock> = match clock {
-            Some(clock) => clock,
-            None => {
-                let synced = parts::database_clock(&store).await?;
-                tasks.spawn(registration::resync_clock(
-                    synced.clone(),
-                    store.clone(),
-                    shutdown.clone(),
-                ));
-                synced
-            }
-        };
-        let agent = match agent {
-            Some(agent) => agent,
-            None => parts::build_agent(&config, &store, clock.clone())?,
-        };
-        let agent = timed::TimedAgent::wrap(agent, metrics.clone());
-        let operator = match operator {
-            Some(operator) => Some(operator),
-            None => parts::build_operator(&config, clock.clone())?,
-        };
-        let addr = listener.local_addr().context("bound address")?;
-
-        // Registered after the last start-up step that can fail, so a failed
-        // start leaves no registration behind; before the worker starts.
-        let worker_id = config.worker.worker_id.clone();
-        let instance = Uuid::new_v4();
-        // (On failure, dropping `tasks` stops the clock's resync.)
-        registration::register(
-            &store,
-            &worker_id,
-            instance,
-            clock.now(),
-            config.worker_stale_after,
-        )
-        .await?;
-
-        // The database decides which revision runs (see `deploy`). Both
-        // looks happen once before anything is served, so the first decision
-        // is made by the revision this replica converges on.
-        let deployment =
-            PolicyDeployment::new(policy.clone(), store.clone(), clock.clone(), verify_keys);
-        // One copy of the status classes for the deployment, the worker and
-        // the API: an answer kept by one serves all.
-        let worker = Worker::builder(store.clone(), policy.clone(), agent)
-            .clock(clock.clone())
-            .config(config.worker.clone())
-            .metrics(metrics.clone())
-            .classes(deployment.classes())
-            .build();
-        if let Err(e) = deployment.keep_builtin().await {
-            tracing::warn!("could not keep the built-in policy for replay: {e}");
-        }
-        let mut file_watcher = config
-            .policy
-            .as_ref()
-            .map(|path| deployment.watch_file(path.clone(), config.policy_poll));
-        if let Some(watcher) = file_watcher.as_mut() {
-            if let WatchOutcome::Failed(why) = watcher.run_once().await {
-                tracing::warn!("policy file at start-up: {why}");
-            }
-        }
-        let mut db_watcher = deployment.watch_database(config.policy_poll);
-        if let WatchOutcome::Failed(why) = db_watcher.run_once().await {
-            tracing::warn!("database policy at start-up: {why}");
-        }
-
-        let heartbeat = tokio::spawn(registration::keep_registered(
-            store.clone(),
-            clock.clone(),
-            worker_id.clone(),
-            instance,
-            config.worker_heartbeat,
-            shutdown.clone(),
-        ));
-        let wake = wake.unwrap_or_else(|| worker.waker());
-        if with_worker {
-            if config.wake_listener {
-                if let Some(listening) = spawn_pg_listener(&store, worker.waker(), shutdown.clone())
-                {
-                    tasks.spawn(async move {
-                        let _ = listening.await;
-                    });
-                }
-            }
-            tasks.spawn(worker.run(shutdown.clone()));
-            let notifier = Notifier::new(
-                store.clone(),
-                operator,
-                clock.clone(),
-                metrics.clone(),
-                config.notify_settings.clone(),
-                worker_id.clone(),
-            );
-            tasks.spawn(notifier.run(shutdown.clone()));
-            let stuck = StuckWatch::new(
-                store.clone(),
-                clock.clone(),
-                config.stuck_after,
-                config.rescue_interval,
-            );
-            tasks.spawn(stuck.run(shutdown.clone()));
-        }
-        let rescuer = Rescuer::new(
-            store.clone(),
-            clock.clone(),
-            metrics.clone(),
-            config.rescue_interval,
-        );
-        tasks.spawn(rescuer.run(shutdown.clone()));
-        let retention = config.retention(store.clone(), clock.clone(), metrics.clone());
-        tasks.spawn(retention.run(config.rescue_interval, shutdown.clone()));
-        if let Some(watcher) = file_watcher {
-            tasks.spawn(watcher.run(shutdown.clone()));
-        }
-        tasks.spawn(db_watcher.run(shutdown.clone()));
-
-        let requests = store.for_requests(http::REQUEST_ACQUIRE);
-        let public_url = http::public_url(&config, addr, tls.is_some());
-        let intake = Intake::new(
-            requests.clone(),
-            policy.clone(),
-            deployment.classes(),
-            clock.clone(),
-            wake.clone(),
-            public_url,
-        );
-        // A push lost while this replica was down is asked for, as is one
-        // overdue; only where a worker runs, as the other loops that write.
-        if with_worker {
-            let poller = TaskPoller::new(
-                intake.clone(),
-                store.clone(),
-                clock.clone(),
-                config.task_poll_after,
-            );
-            tasks.spawn(poller.run(shutdown.clone()));
-        }
-        let state = AppState {
-            intake: intake.clone(),
-            store: requests,
-            worker_store: store.clone(),
-            policy: policy.clone(),
-            clock,
-            metrics: metrics.clone(),
-            wake,
-            auth: config.auth(),
-            caps: BodyCaps::for_limits(policy.limits()),
-            deployment,
-            stuck_after: config.stuck_after,
-            push_limiter: Arc::new(PushLimiter::new(config.push_limits)),
-        };
-        let app = http::app(state, config.access_log);
-        let cap = config.max_connections;
-        let api = http::spawn(listener, tls, cap, metrics, app, shutdown.clone()).await?;
-        Ok(Running {
-            intake,
-            addr,
-            worker_id,
-            instance,
-            store,
-            policy,
-            shutdown,
-            api,
-            heartbeat,
-            tasks,
-        })
     }
 }

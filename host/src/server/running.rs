@@ -15,13 +15,13 @@ use crate::store::Store;
 /// The system while it runs; [`Running::wait`] is its end.
 pub struct Running {
     pub(super) intake: Intake,
-    pub(super) addr: SocketAddr,
+    pub(super) addr: Option<SocketAddr>,
     pub(super) worker_id: String,
     pub(super) instance: Uuid,
     pub(super) store: Store,
     pub(super) policy: Arc<PolicyRuntime>,
     pub(super) shutdown: CancellationToken,
-    pub(super) api: JoinHandle<std::io::Result<()>>,
+    pub(super) api: Option<JoinHandle<std::io::Result<()>>>,
     pub(super) heartbeat: JoinHandle<Result<()>>,
     pub(super) tasks: JoinSet<()>,
 }
@@ -34,9 +34,17 @@ impl Running {
         &self.intake
     }
 
-    /// Where the API listens.
-    pub fn addr(&self) -> SocketAddr {
+    /// Where the API listens; `None` when started in process
+    /// ([`super::Server::start_in_process`]).
+    pub fn addr(&self) -> Option<SocketAddr> {
         self.addr
+    }
+
+    /// Stops everything: cancels the shutdown token this was started with,
+    /// then [`Running::wait`]s.
+    pub async fn stop(self) -> Result<()> {
+        self.shutdown.cancel();
+        self.wait().await
     }
 
     /// The worker id this process registered.
@@ -50,13 +58,20 @@ impl Running {
         &self.policy
     }
 
-    /// Waits until the API stops (the shutdown token, or a failure), then
-    /// stops everything else, lets deliveries in flight finish and frees the
-    /// worker id. The store stays open for the caller.
+    /// Waits until the API stops (the shutdown token, or a failure; without
+    /// an API, the shutdown token), then stops everything else, lets
+    /// deliveries in flight finish and frees the worker id. The store stays
+    /// open for the caller.
     pub async fn wait(mut self) -> Result<()> {
-        let served = match self.api.await {
-            Ok(served) => served.context("serve the API"),
-            Err(e) => Err(anyhow::Error::new(e).context("the API task failed")),
+        let served = match self.api.take() {
+            Some(api) => match api.await {
+                Ok(served) => served.context("serve the API"),
+                Err(e) => Err(anyhow::Error::new(e).context("the API task failed")),
+            },
+            None => {
+                self.shutdown.cancelled().await;
+                Ok(())
+            }
         };
         self.shutdown.cancel();
         while self.tasks.join_next().await.is_some() {}

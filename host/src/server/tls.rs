@@ -37,6 +37,7 @@ pub struct TlsFiles {
 
 /// Why TLS could not be set up; each names the file at fault.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TlsError {
     /// A file could not be read or parsed as PEM.
     #[error("TLS {what} {path}: {reason}")]

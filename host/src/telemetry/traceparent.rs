@@ -28,6 +28,7 @@ const MAX_TRACESTATE: usize = 512;
 
 /// Why a `traceparent` was not taken.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InvalidTraceparent {
     /// Not four fields separated by `-`, or a field of the wrong length.
     #[error("not traceparent syntax (<2 hex>-<32 hex>-<16 hex>-<2 hex>)")]

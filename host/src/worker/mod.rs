@@ -35,6 +35,7 @@ mod plan;
 mod recorded;
 mod wake;
 
+use derive_setters::Setters;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,7 +90,9 @@ impl From<ClassError> for WorkerError {
 }
 
 /// The worker's settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Setters)]
+#[setters(prefix = "with_")]
+#[non_exhaustive]
 pub struct WorkerConfig {
     /// Unique per process, so a lease names its holder.
     pub worker_id: String,
@@ -178,6 +181,14 @@ impl WorkerConfig {
         self.renew_every
             .unwrap_or(self.lease / 3)
             .max(Duration::from_millis(1))
+    }
+
+    /// A deliver pass's call slots (calls at once) and its budget (calls
+    /// in all), each at least one.
+    pub(crate) fn call_slots(&self) -> (usize, usize) {
+        let slots = self.delivery_concurrency.max(1);
+        let budget = usize::try_from(self.batch).unwrap_or(usize::MAX).max(1);
+        (slots, budget)
     }
 }
 

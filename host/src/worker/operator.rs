@@ -11,6 +11,7 @@
 //! dies between the channel's answer and the commit; the copy's
 //! `webhook-id` lets it drop the second.
 
+use derive_setters::Setters;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +24,9 @@ use crate::metrics::Metrics;
 use crate::store::{Episode, OperatorNotice, OperatorOutcome, OperatorState, Store, StoreError};
 
 /// The operator channel's settings.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Setters)]
+#[setters(prefix = "with_")]
+#[non_exhaustive]
 pub struct NotifyConfig {
     /// Attempts on the channel before a copy ends `failed`.
     pub attempts: i32,

@@ -216,17 +216,15 @@ impl Sim {
     fn spawn_worker(&mut self) {
         let id = self.next_worker;
         self.next_worker += 1;
-        let config = WorkerConfig {
-            worker_id: format!("sim-{}-{id}", self.config.seed),
-            lease: std::time::Duration::from_secs(6),
+        let config = WorkerConfig::default()
+            .with_worker_id(format!("sim-{}-{id}", self.config.seed))
+            .with_lease(std::time::Duration::from_secs(6))
             // Renewals come from the driver as simulated time passes (see
             // `advance`); the real-time tick must not keep a dead worker's
             // leases alive.
-            renew_every: Some(std::time::Duration::from_secs(3600)),
-            delivery_concurrency: 4,
-            batch: 50,
-            ..WorkerConfig::default()
-        };
+            .with_renew_every(Some(std::time::Duration::from_secs(3600)))
+            .with_delivery_concurrency(4)
+            .with_batch(50);
         let agent = Arc::new(SimAgent {
             runtime: self.runtime.clone(),
             worker: id,

@@ -41,14 +41,11 @@ fn policy() -> Arc<PolicyRuntime> {
 /// The configuration of a system served in process under `worker_id`,
 /// polling often (the tests wait for its calls, not for its poll).
 fn served_config(worker_id: &str) -> nomos_continue::server::ServeConfig {
-    nomos_continue::server::ServeConfig {
-        worker: WorkerConfig {
-            worker_id: worker_id.into(),
-            poll_interval: std::time::Duration::from_millis(50),
-            ..WorkerConfig::default()
-        },
-        ..nomos_continue::server::ServeConfig::default()
-    }
+    nomos_continue::server::ServeConfig::default().with_worker(
+        WorkerConfig::default()
+            .with_worker_id(worker_id.into())
+            .with_poll_interval(std::time::Duration::from_millis(50)),
+    )
 }
 
 struct Rig {
@@ -86,10 +83,7 @@ impl Rig {
                 .expect("a valid time"),
         ));
         let agent = Arc::new(RecordingAgent::default());
-        let config = WorkerConfig {
-            worker_id: "test-worker".into(),
-            ..WorkerConfig::default()
-        };
+        let config = WorkerConfig::default().with_worker_id("test-worker".into());
         let worker = Worker::builder(store.clone(), policy(), agent.clone())
             .clock(clock.clone())
             .config(config)
@@ -238,12 +232,8 @@ async fn without_a_window_a_completion_is_dropped_with_one_notice(store: Store) 
         rig.worker.run_once().await.expect("pass");
     }
     assert!(rig.agent.continuations().is_empty());
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(
-        notices[0].message.contains(&a.to_string())
-            && notices[0].message.contains("assent window closed")
-    );
+    rig.agent
+        .the_one_notice(&[&a.to_string(), "assent window closed"]);
     let summary = rig
         .store
         .session_summary(rig.session)
@@ -279,13 +269,7 @@ async fn after_the_window_expires_a_completion_is_not_continued(store: Store) {
     rig.report(a, "completed", "ok").await;
     rig.worker.run_once().await.expect("pass");
     assert!(rig.agent.continuations().is_empty());
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1);
-    assert!(
-        notices[0].message.contains("expired"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent.the_one_notice(&["expired"]);
 }
 
 /// The policy's cap (20 per window): the 21st completion is dropped by the
@@ -302,13 +286,7 @@ async fn the_loop_guard_stops_continuations_at_the_cap(store: Store) {
         rig.worker.run_once().await.expect("pass");
     }
     assert_eq!(rig.agent.continuations().len(), 20);
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1);
-    assert!(
-        notices[0].message.contains("loop guard"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent.the_one_notice(&["loop guard"]);
 }
 
 /// A 5xx-like failure: the delivery stays pending with a backoff; while it

@@ -214,10 +214,7 @@ async fn serves_the_end_to_end_flow(guest: &Guest) -> Result<()> {
 
 /// The production limits, with the tests' compile cache.
 fn cached_limits() -> Limits {
-    Limits {
-        compile_cache: Some(compile_cache_dir()),
-        ..Limits::default()
-    }
+    Limits::default().with_compile_cache(Some(compile_cache_dir()))
 }
 
 fn on_runtime(test: impl std::future::Future<Output = Result<()>>) -> Result<()> {

@@ -9,14 +9,14 @@
 //! - the code map of `ARCHITECTURE.md` is the whole import graph;
 //! - one assembly (`server`), and `main.rs` only parses arguments;
 //! - the library's public surface is what its root re-exports;
-//! - no file under `host/src` is over 500 lines, and nothing cites a
-//!   document outside the repository.
+//! - nothing cites a document outside the repository (and `seams`: no
+//!   file or function over its length, every promise's test exists).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The workspace root (this crate sits in `tests/`).
-fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("tests/ sits in the workspace")
@@ -24,7 +24,7 @@ fn workspace() -> PathBuf {
 }
 
 /// Every `.rs` file under `dir`, recursively, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -351,6 +351,7 @@ fn the_library_exports_what_its_root_lists() {
         "intake::McpRecorded",
         "intake::PushConfiguration",
         "intake::Recorded",
+        "intake::SessionPushConfiguration",
         "intake::TaskRegistered",
         "intake::TaskRegistration",
         "policy::Limits",
@@ -365,6 +366,8 @@ fn the_library_exports_what_its_root_lists() {
         "store::Backend",
         "store::Claim",
         "store::Database",
+        "store::Delivery",
+        "store::DeliveryKind",
         "store::DeliveryState",
         "store::Execution",
         "store::LinkOutcome",
@@ -433,21 +436,6 @@ fn one_bindgen_one_assembly_and_a_thin_main() {
 }
 
 /// No source file is a room of its own: ~500 lines at most.
-#[test]
-fn no_host_file_is_over_500_lines() {
-    let long: Vec<String> = rust_files(&workspace().join("host/src"))
-        .into_iter()
-        .filter_map(|f| {
-            let n = std::fs::read_to_string(&f)
-                .expect("readable source")
-                .lines()
-                .count();
-            (n > 500).then(|| format!("{}: {n} lines", f.display()))
-        })
-        .collect();
-    assert!(long.is_empty(), "{}", long.join("\n"));
-}
-
 /// The repository stands alone: nothing cites the original design
 /// document, which a clone does not contain.
 #[test]

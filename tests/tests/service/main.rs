@@ -4,11 +4,13 @@
 //! operator monitors (metrics, alerting rules, dashboard) and that no
 //! secret reaches the log, the layering rules of the house, and the
 //! OpenAPI document as other people's tools read it (a generated Python
-//! client, schemathesis), and the protocols (A2A, MCP tasks) against the
-//! real SDKs' peers.
+//! client, schemathesis), the protocols (A2A, MCP tasks) against the real
+//! SDKs' peers, and the runtime's clients of `clients/` (their tests and
+//! their examples) against the real binary.
 
 mod agent_adapters;
 mod api;
+mod clients;
 mod configuration;
 mod console;
 mod console_page;
@@ -24,6 +26,7 @@ mod peers;
 mod protocols;
 mod read_commands;
 mod readme;
+mod seams;
 mod signing_cli;
 mod trace_context;
 mod webhooks;

@@ -57,6 +57,17 @@ impl Deliverer {
         }
     }
 
+    /// The lease renewals' timer, its first tick a period from now. Not
+    /// `interval` and a first `tick().await`: that tick waits for the timer
+    /// wheel's next millisecond, up to a millisecond before every pass's
+    /// first call.
+    pub(super) fn renew_timer(&self) -> tokio::time::Interval {
+        let every = self.config.renew_interval();
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renew
+    }
+
     /// The `claims` that still hold their lease, checked before they are
     /// called: a claim whose lease, as last known (claimed or renewed), ends
     /// within a renewal period by this worker's clock is renewed first, in

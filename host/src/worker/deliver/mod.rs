@@ -24,6 +24,7 @@
 //!   another worker took the claim over) then never sends a key another
 //!   worker holds (P2, P3).
 
+mod call;
 mod continuation;
 mod fence;
 mod lease;
@@ -38,15 +39,14 @@ use chrono::{DateTime, Utc};
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use crate::agent::{AgentError, Continuation, Notice};
-use crate::store::{Claim, Delivery, DeliveryKind, Episode, LinkTrace, Poll};
+use crate::agent::Continuation;
+use crate::store::{Claim, Delivery, Episode, Poll};
 use crate::worker::context::Context;
 use crate::worker::handover::Claimed;
 use crate::worker::{notices, WorkerError};
 use lease::claimed_lease;
-use record::{NotAccepted, Recorded, Recorder};
+use record::{Recorded, Recorder};
 
 /// The deliver step's side of the worker: claims due deliveries (and takes
 /// those the planner claimed), calls the agent, keeps leases alive while
@@ -166,28 +166,10 @@ impl Deliverer {
             mut read,
         } = claimed;
         let mut report = DeliverReport::default();
-        // Renewed from now on, like any claim of ours; if the pass fails
-        // before calling them, they are let go and their leases lapse, so
-        // another pass claims them (never kept renewed and uncalled).
-        let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
-        self.lock_in_flight()
-            .extend(claimed.iter().filter_map(claimed_lease));
-        let settled = match self.record_unrecorded(&mut report).await {
-            Ok(()) if poll == Poll::Sweep => self.drop_outside_window(&mut report).await,
-            other => other,
-        };
-        if let Err(e) = settled {
-            let mut in_flight = self.lock_in_flight();
-            for claim in &preclaimed {
-                in_flight.remove(claim);
-            }
-            return Err(e);
-        }
+        self.settle_before_calls(&claimed, poll, &mut report)
+            .await?;
 
-        let slots = self.config.delivery_concurrency.max(1);
-        let budget = usize::try_from(self.config.batch)
-            .unwrap_or(usize::MAX)
-            .max(1);
+        let (slots, budget) = self.config.call_slots();
         let mut batch = if claimed.is_empty() {
             let (at, batch) = self.claim(slots.min(budget)).await?;
             era = at;
@@ -209,12 +191,7 @@ impl Deliverer {
         let mut claimed = 0usize;
         let mut exhausted = false;
         let mut claim_error = None;
-        // The first renewal a period from now. Not `interval` and a first
-        // `tick().await`: that tick waits for the timer wheel's next
-        // millisecond, up to a millisecond before every pass's first call.
-        let every = self.config.renew_interval();
-        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut renew = self.renew_timer();
         loop {
             claimed += batch.len();
             report.attempted = claimed;
@@ -226,21 +203,13 @@ impl Deliverer {
                 self.fence(&mut renew),
             );
             for (delivery, claim, ready, trace) in prepared {
-                let worker = self.clone();
-                let gate = gate.clone();
-                calls.spawn(async move {
-                    let called = worker
-                        .call(&delivery, (claim, era), ready, trace, gate)
-                        .await;
-                    match called {
-                        Ok(()) => Finished::Accepted(claim),
-                        Err(not) => {
-                            let recorded = worker.record(&delivery, claim, not).await;
-                            worker.lock_in_flight().remove(&claim);
-                            Finished::Recorded(recorded)
-                        }
-                    }
-                });
+                calls.spawn(self.clone().call_task(
+                    delivery,
+                    (claim, era),
+                    ready,
+                    trace,
+                    gate.clone(),
+                ));
             }
             recorder.flush();
             // Let the calls start before claiming more: a task spawned from
@@ -286,6 +255,33 @@ impl Deliverer {
         }
     }
 
+    /// Before this pass calls anything: the outcomes of calls not yet
+    /// recorded, and (on a sweep) the continuations whose window closed.
+    /// The preclaimed deliveries are renewed from now on, like any claim of
+    /// ours; if this fails they are let go and their leases lapse, so
+    /// another pass claims them (never kept renewed and uncalled).
+    async fn settle_before_calls(
+        &self,
+        claimed: &[Delivery],
+        poll: Poll,
+        report: &mut DeliverReport,
+    ) -> Result<(), WorkerError> {
+        let preclaimed: Vec<Claim> = claimed.iter().filter_map(Delivery::claim).collect();
+        self.lock_in_flight()
+            .extend(claimed.iter().filter_map(claimed_lease));
+        let settled = match self.record_unrecorded(report).await {
+            Ok(()) if poll == Poll::Sweep => self.drop_outside_window(report).await,
+            other => other,
+        };
+        if settled.is_err() {
+            let mut in_flight = self.lock_in_flight();
+            for claim in &preclaimed {
+                in_flight.remove(claim);
+            }
+        }
+        settled
+    }
+
     /// Takes a call task's end: an accepted call goes to the recorder,
     /// anything else was recorded by the task.
     fn finished(
@@ -323,120 +319,6 @@ impl Deliverer {
         self.lock_in_flight()
             .extend(claimed.iter().filter_map(claimed_lease));
         Ok((era, claimed))
-    }
-
-    /// Why a delivery is not called at all: its earlier claims recorded no
-    /// result so often that the worker delivering it keeps dying mid-call.
-    fn lost_claims(&self, delivery: &Delivery) -> Option<AgentError> {
-        let lost = delivery.claims - 1 - delivery.attempts;
-        (lost >= self.config.max_lost_claims).then(|| {
-            AgentError::Permanent(format!(
-                "claimed {lost} times without a recorded result: the worker delivering it keeps dying mid-call"
-            ))
-        })
-    }
-
-    /// Calls the agent for one claimed delivery, in a `deliver` span under
-    /// `trace` whose context the call carries, if `claim` still holds its
-    /// lease at the moment of the call (see [`Self::still_held`]) and the
-    /// store still uses the primary of `era`, the one it was claimed on,
-    /// and the standby fence's `gate` lets it through. After the fence kept
-    /// the call waiting ([`fence::Gate::OpenAfterWaiting`], its claim
-    /// checked the window before), a continuation's window is read once
-    /// more and one that closed meanwhile is dropped with one notice, not
-    /// sent.
-    ///
-    /// Why the era: the standby fence proves a claim is on the standbys by
-    /// asking the primary. After a switch to a promoted standby the look
-    /// asks the new primary, which may lack the claim (committed last on the
-    /// old one) and still confirm; a call sent then has a plan the database
-    /// no longer holds, which the next plan may fold under another key. So
-    /// a call whose claim is of an older era is not made; it is tried again
-    /// after its backoff, under its claim if the new primary has it.
-    async fn call(
-        &self,
-        delivery: &Delivery,
-        (claim, era): (Claim, u64),
-        ready: Result<Ready, String>,
-        trace: Option<LinkTrace>,
-        gate: fence::Gate,
-    ) -> Result<(), NotAccepted> {
-        let window_again = match gate {
-            fence::Gate::Held(why) => {
-                return Err(NotAccepted::Failed(AgentError::unavailable(why)))
-            }
-            fence::Gate::Open => false,
-            fence::Gate::OpenAfterWaiting => true,
-        };
-        if let Some(error) = self.lost_claims(delivery) {
-            return Err(NotAccepted::Failed(error));
-        }
-        // The executions could not be read: a shortage, tried again.
-        let ready = ready.map_err(|e| {
-            NotAccepted::NotMade(AgentError::unavailable(format!(
-                "could not load the executions: {e}"
-            )))
-        })?;
-        if delivery.kind == DeliveryKind::Continuation {
-            match self.loads.observe(self.redecide(delivery).await) {
-                Ok(Some(reason)) => return Err(NotAccepted::Dropped(reason)),
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(NotAccepted::NotMade(AgentError::unavailable(format!(
-                        "could not ask the policy before the retry: {e}"
-                    ))))
-                }
-            }
-        }
-        if window_again && delivery.kind == DeliveryKind::Continuation {
-            let window = self.store.window(delivery.session_id).await;
-            match self.loads.observe(window) {
-                Ok(w) if w.as_ref().is_some_and(|w| w.is_open_at(self.clock.now())) => {}
-                Ok(w) => {
-                    return Err(NotAccepted::Dropped(notices::window_closed_reason(
-                        w.as_ref(),
-                    )))
-                }
-                Err(e) => {
-                    return Err(NotAccepted::NotMade(AgentError::unavailable(format!(
-                        "could not read the window again after the standby fence: {e}"
-                    ))))
-                }
-            }
-        }
-        if !self.still_held(&[claim]).await.contains(&claim) {
-            return Err(NotAccepted::NotHeld);
-        }
-        // No await from here to the call: the era is the one it goes out in.
-        if self.store.primary_era() != era {
-            return Err(NotAccepted::NotMade(AgentError::unavailable(
-                "the database primary changed after this delivery was claimed; \
-                 the call waits for its retry",
-            )));
-        }
-        let span = trace::span(delivery, trace.as_ref());
-        let (traceparent, tracestate) = span.headers();
-        let call = async {
-            match ready {
-                Ready::Continuation(mut continuation) => {
-                    (continuation.traceparent, continuation.tracestate) = (traceparent, tracestate);
-                    self.agent.continue_session(&continuation).await
-                }
-                Ready::Notice => {
-                    let notice = Notice {
-                        session_id: delivery.session_id,
-                        idempotency_key: delivery.idempotency_key.clone(),
-                        message: delivery.note.clone(),
-                        traceparent,
-                        tracestate,
-                    };
-                    self.agent.notify(&notice).await
-                }
-            }
-        };
-        let result = call.instrument(span.log_span()).await;
-        trace::end(span, &result);
-        result.map_err(NotAccepted::Failed)
     }
 
     /// Drops, with one notice each, the continuations whose window closed

@@ -55,29 +55,7 @@ impl Planner {
         claimed: &mut Vec<Delivery>,
         journal: &mut Journal,
     ) -> Result<Vec<(Uuid, String, Vec<Uuid>)>, WorkerError> {
-        struct Folded<'a> {
-            revision: &'a str,
-            session_id: Uuid,
-            ids: Vec<Uuid>,
-            note: String,
-            key: String,
-        }
-        let folded: Vec<Folded> = sessions
-            .iter()
-            .filter(|(_, decided)| !decided.continues.is_empty())
-            .map(|(session_id, decided)| {
-                let ids: Vec<Uuid> = decided.continues.iter().map(|f| f.id).collect();
-                let note = fold_notes(&decided.continues);
-                let key = idempotency_key("c", *session_id, &ids, "");
-                Folded {
-                    revision: &decided.revision,
-                    session_id: *session_id,
-                    ids,
-                    note,
-                    key,
-                }
-            })
-            .collect();
+        let folded = fold_sessions(sessions);
         let plans: Vec<ContinuationPlan<'_>> = folded
             .iter()
             .map(|f| ContinuationPlan {
@@ -127,37 +105,48 @@ impl Planner {
         }
         let mut refusals = Vec::new();
         for (f, outcome) in folded.iter().zip(outcomes) {
-            let refused = match &outcome {
-                PlanOutcome::Planned(d) => {
-                    report.planned += 1;
-                    if d.claim().is_some() {
-                        claimed.push(d.clone());
-                    }
-                    None
-                }
-                PlanOutcome::AlreadyPlanned(_) => {
-                    report.planned += 1;
-                    None
-                }
-                PlanOutcome::SessionBusy { .. } => {
-                    report.busy += 1;
-                    None
-                }
-                PlanOutcome::LinkTaken { .. } => None,
-                PlanOutcome::NoWindow | PlanOutcome::WindowClosed => {
-                    Some("assent window closed (checked by the host)".to_string())
-                }
-                PlanOutcome::CapReached { continuations } => Some(format!(
-                    "loop guard: {continuations} automatic continuations in this assent window reached the host's hard cap of {}",
-                    self.config.hard_cap
-                )),
-            };
+            let refused = self.count_planned(&outcome, report, claimed);
             journal.planned(f.session_id, &outcome, refused.as_deref());
             if let Some(reason) = refused {
                 refusals.push((f.session_id, reason, f.ids.clone()));
             }
         }
         Ok(refusals)
+    }
+
+    /// Counts one plan's outcome into `report` (a planned claim joins
+    /// `claimed`); answers why the store refused it, if it did.
+    fn count_planned(
+        &self,
+        outcome: &PlanOutcome,
+        report: &mut PlanReport,
+        claimed: &mut Vec<Delivery>,
+    ) -> Option<String> {
+        match outcome {
+            PlanOutcome::Planned(d) => {
+                report.planned += 1;
+                if d.claim().is_some() {
+                    claimed.push(d.clone());
+                }
+                None
+            }
+            PlanOutcome::AlreadyPlanned(_) => {
+                report.planned += 1;
+                None
+            }
+            PlanOutcome::SessionBusy { .. } => {
+                report.busy += 1;
+                None
+            }
+            PlanOutcome::LinkTaken { .. } => None,
+            PlanOutcome::NoWindow | PlanOutcome::WindowClosed => {
+                Some("assent window closed (checked by the host)".to_string())
+            }
+            PlanOutcome::CapReached { continuations } => Some(format!(
+                "loop guard: {continuations} automatic continuations in this assent window reached the host's hard cap of {}",
+                self.config.hard_cap
+            )),
+        }
     }
 
     /// Settles every session's dropped links, a few sessions at once;
@@ -210,4 +199,34 @@ impl Planner {
         }
         Ok(dropped)
     }
+}
+
+/// One session's continues folded into one continuation: its executions,
+/// the note and the idempotency key.
+struct Folded<'a> {
+    revision: &'a str,
+    session_id: Uuid,
+    ids: Vec<Uuid>,
+    note: String,
+    key: String,
+}
+
+/// The sessions that continue anything, each folded into one continuation.
+fn fold_sessions(sessions: &BTreeMap<Uuid, SessionDecisions>) -> Vec<Folded<'_>> {
+    sessions
+        .iter()
+        .filter(|(_, decided)| !decided.continues.is_empty())
+        .map(|(session_id, decided)| {
+            let ids: Vec<Uuid> = decided.continues.iter().map(|f| f.id).collect();
+            let note = fold_notes(&decided.continues);
+            let key = idempotency_key("c", *session_id, &ids, "");
+            Folded {
+                revision: &decided.revision,
+                session_id: *session_id,
+                ids,
+                note,
+                key,
+            }
+        })
+        .collect()
 }

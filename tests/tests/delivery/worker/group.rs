@@ -76,11 +76,11 @@ async fn calls_that_end_together_share_one_record(store: Store) {
     rig.worker.plan_once().await.expect("plan");
     let worker = Worker::builder(rig.store.clone(), policy(), rig.agent.clone())
         .clock(Arc::new(Ticking(rig.clock.clone())))
-        .config(WorkerConfig {
-            worker_id: "grouping".into(),
-            delivery_concurrency: N,
-            ..WorkerConfig::default()
-        })
+        .config(
+            WorkerConfig::default()
+                .with_worker_id("grouping".into())
+                .with_delivery_concurrency(N),
+        )
         .build();
     let gate = rig.agent.hold().await;
     let pass = tokio::spawn(async move { worker.deliver_once().await });
@@ -132,17 +132,17 @@ async fn a_claim_taken_over_during_its_call_is_lost_alone(store: Store) {
     failed_sessions(&rig, 2, 1).await;
     rig.worker.plan_once().await.expect("plan");
     let lease = StdDuration::from_secs(60);
-    let a = rig.worker(WorkerConfig {
-        worker_id: "a".into(),
-        lease,
-        // No renewal within the test: the lease lapses on the moved clock.
-        renew_every: Some(StdDuration::from_secs(3600)),
-        delivery_concurrency: 2,
-        // Only the two claims: its own lapsed lease is not claimed again
-        // by this pass while the record is being written.
-        batch: 2,
-        ..WorkerConfig::default()
-    });
+    let a = rig.worker(
+        WorkerConfig::default()
+            .with_worker_id("a".into())
+            .with_lease(lease)
+            // No renewal within the test: the lease lapses on the moved clock.
+            .with_renew_every(Some(StdDuration::from_secs(3600)))
+            .with_delivery_concurrency(2)
+            // Only the two claims: its own lapsed lease is not claimed again
+            // by this pass while the record is being written.
+            .with_batch(2),
+    );
     let gate = rig.agent.hold().await;
     let pass = tokio::spawn(async move { a.deliver_once().await });
     eventually("both calls made", async || {
@@ -190,12 +190,12 @@ async fn a_batch_claimed_stale_is_renewed_and_called(store: Store) {
     let rig = Rig::new(store);
     let sessions = failed_sessions(&rig, 3, 1).await;
     rig.worker.plan_once().await.expect("plan");
-    let worker = rig.worker(WorkerConfig {
-        worker_id: "stale".into(),
-        lease: StdDuration::from_secs(1),
-        renew_every: Some(StdDuration::from_secs(10)),
-        ..WorkerConfig::default()
-    });
+    let worker = rig.worker(
+        WorkerConfig::default()
+            .with_worker_id("stale".into())
+            .with_lease(StdDuration::from_secs(1))
+            .with_renew_every(Some(StdDuration::from_secs(10))),
+    );
     let report = worker.deliver_once().await.expect("pass");
     assert_eq!((report.delivered, report.lease_lost), (3, 0), "{report:?}");
     assert_eq!(rig.agent.continuations().len(), 3);

@@ -150,11 +150,11 @@ async fn a_host_guard_and_a_busy_session_are_logged_as_such(store: Store) {
 
     // A host guard the policy never sees: a hard cap of 0 refuses the
     // policy's continue, which is logged as refused with the guard's reason.
-    let capped = rig.worker(WorkerConfig {
-        worker_id: "capped".into(),
-        hard_cap: 0,
-        ..WorkerConfig::default()
-    });
+    let capped = rig.worker(
+        WorkerConfig::default()
+            .with_worker_id("capped".into())
+            .with_hard_cap(0),
+    );
     let session = Uuid::new_v4();
     let c = Uuid::new_v4();
     rig.store
@@ -186,11 +186,11 @@ async fn a_host_guard_and_a_busy_session_are_logged_as_such(store: Store) {
 
 async fn with_the_log_off_nothing_is_logged(store: Store) {
     let rig = Rig::new(store);
-    let quiet = rig.worker(WorkerConfig {
-        worker_id: "quiet".into(),
-        log_decisions: false,
-        ..WorkerConfig::default()
-    });
+    let quiet = rig.worker(
+        WorkerConfig::default()
+            .with_worker_id("quiet".into())
+            .with_log_decisions(false),
+    );
     let a = Uuid::new_v4();
     rig.approve().await;
     rig.link(&[a]).await;

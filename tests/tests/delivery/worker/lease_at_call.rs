@@ -90,10 +90,7 @@ async fn a_call_does_not_begin_on_a_lease_its_clock_says_has_run_out() {
     assert_eq!(row.attempts, 0, "nothing was recorded over the other claim");
 
     // The other worker delivers it once, with the same key.
-    let other = rig.worker(WorkerConfig {
-        worker_id: "other-worker-2".into(),
-        ..WorkerConfig::default()
-    });
+    let other = rig.worker(WorkerConfig::default().with_worker_id("other-worker-2".into()));
     rig.clock.advance(lease * 2);
     let tick = other.deliver_once().await.expect("deliver");
     assert_eq!(tick.delivered, 1);

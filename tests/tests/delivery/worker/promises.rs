@@ -69,12 +69,12 @@ async fn a_slow_call_keeps_its_lease_and_no_key_is_sent_twice(store: Store) {
     let rig = Rig::new(store);
     failed_sessions(&rig, 3, "boom").await;
     rig.worker.plan_once().await.expect("plan");
-    let config = |id: &str| WorkerConfig {
-        worker_id: id.into(),
-        lease: StdDuration::from_secs(60),
-        renew_every: Some(StdDuration::from_millis(10)),
-        delivery_concurrency: 1,
-        ..WorkerConfig::default()
+    let config = |id: &str| {
+        WorkerConfig::default()
+            .with_worker_id(id.into())
+            .with_lease(StdDuration::from_secs(60))
+            .with_renew_every(Some(StdDuration::from_millis(10)))
+            .with_delivery_concurrency(1)
     };
     let (a, b) = (rig.worker(config("a")), rig.worker(config("b")));
     let gate = rig.agent.hold().await;
@@ -139,13 +139,7 @@ async fn a_deny_during_a_retry_drops_the_continuation_with_one_notice(store: Sto
         rig.worker.run_once().await.expect("pass");
     }
     assert_eq!(rig.agent.continuations().len(), 1, "the retry is not sent");
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(
-        notices[0].message.contains("denied"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent.the_one_notice(&["denied"]);
     let summary = rig
         .store
         .session_summary(rig.session)
@@ -176,13 +170,7 @@ async fn an_expiry_before_the_first_call_drops_the_continuation(store: Store) {
     assert_eq!(tick.dropped_unsent, 1);
     rig.worker.deliver_once().await.expect("deliver the notice");
     assert!(rig.agent.continuations().is_empty());
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1);
-    assert!(
-        notices[0].message.contains("expired"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent.the_one_notice(&["expired"]);
 }
 
 /// Item 5: the agent accepts, but recording it fails (the database refuses
@@ -273,9 +261,7 @@ async fn the_retry_budget_is_wall_time_and_ends_with_one_notice(store: Store) {
     for _ in 0..3 {
         rig.worker.run_once().await.expect("the notice");
     }
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].message.contains("nomos-continue retry"));
+    rig.agent.the_one_notice(&["nomos-continue retry"]);
     let calls = rig.agent.continuations().len();
     assert!(
         (15..=17).contains(&calls),
@@ -310,13 +296,7 @@ async fn before_a_retry_the_policy_sees_the_failed_attempts(store: Store) {
         7,
         "2 shortages and 5 failed answers, then the policy gives up"
     );
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(
-        notices[0].message.contains("failed 5 times"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent.the_one_notice(&["failed 5 times"]);
     let summary = rig
         .store
         .session_summary(sessions[0])

@@ -176,14 +176,8 @@ async fn an_input_the_policy_traps_on_fails_alone(store: Store) {
     let calls = rig.agent.continuations();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].executions.len(), 4, "the others fold into one");
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1);
-    assert!(notices[0].message.contains(&ids[2].to_string()));
-    assert!(
-        notices[0].message.contains("policy failed"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent
+        .the_one_notice(&[&ids[2].to_string(), "policy failed"]);
     let summary = rig
         .store
         .session_summary(rig.session)
@@ -212,13 +206,7 @@ async fn a_status_the_policy_cannot_classify_is_told_once(store: Store) {
     for _ in 0..3 {
         worker.run_once().await.expect("pass");
     }
-    let notices = rig.agent.notices();
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(
-        notices[0].message.contains("cannot tell"),
-        "{}",
-        notices[0].message
-    );
+    rig.agent.the_one_notice(&["cannot tell"]);
     rig.store
         .upsert_execution_status(a, "failed", "boom", rig.clock.now(), true)
         .await

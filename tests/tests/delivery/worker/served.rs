@@ -48,7 +48,7 @@ async fn the_served_system_continues_a_failure_and_frees_its_id(store: Store) {
         ),
     }
 
-    let base = format!("http://{}", running.addr());
+    let base = format!("http://{}", running.addr().expect("served over HTTP"));
     let client = reqwest::Client::new();
     let (session, execution) = (Uuid::new_v4(), Uuid::new_v4());
     for (method, path, body) in [

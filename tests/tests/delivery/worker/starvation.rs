@@ -110,11 +110,11 @@ async fn running_links_are_parked_until_a_new_status_or_a_sweep(store: Store) {
 /// continued in the end.
 async fn a_pass_reads_result_texts_within_its_budget(store: Store) {
     let mut rig = Rig::new(store);
-    rig.worker = rig.worker(WorkerConfig {
-        worker_id: "budget".into(),
-        pass_result_bytes: 1_500,
-        ..WorkerConfig::default()
-    });
+    rig.worker = rig.worker(
+        WorkerConfig::default()
+            .with_worker_id("budget".into())
+            .with_pass_result_bytes(1_500),
+    );
     let mut sessions = Vec::new();
     for i in 0..4 {
         rig.session = Uuid::new_v4();

@@ -26,11 +26,9 @@ async fn a_link_after_its_status_wakes_an_idle_worker(store: Store) {
     let clock = Arc::new(SystemClock);
     let agent = Arc::new(RecordingAgent::default());
     let metrics = Arc::new(Metrics::default());
-    let config = WorkerConfig {
-        worker_id: "wake-test".into(),
-        poll_interval: Duration::from_secs(3600),
-        ..WorkerConfig::default()
-    };
+    let config = WorkerConfig::default()
+        .with_worker_id("wake-test".into())
+        .with_poll_interval(Duration::from_secs(3600));
     let worker = Worker::builder(store.clone(), super::policy(), agent.clone())
         .clock(clock.clone())
         .config(config)

@@ -53,10 +53,7 @@ fn a_checked_revision_activates_on_the_compile_of_its_check() {
 
 #[test]
 fn kept_revisions_are_bounded_and_the_least_recent_goes_first() {
-    let limits = Limits {
-        compiled_revisions_kept: 2,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_compiled_revisions_kept(2);
     let runtime = PolicyRuntime::new(limits).expect("the built-in policy loads");
     let (a, b) = (variant("kept-a"), variant("kept-b"));
     runtime.activate(&a).expect("a activates");
@@ -115,10 +112,7 @@ fn a_policy_that_needs_more_memory_runs_when_the_limits_allow_it() {
         small.extract_links("alloc-96mib").value,
         Err(PolicyFailure::MemoryExhausted(_))
     ));
-    let large = Limits {
-        max_memory_bytes: 256 << 20,
-        ..Limits::default()
-    };
+    let large = Limits::default().with_max_memory_bytes(256 << 20);
     let large = PolicyRuntime::with_policy(large, &hostile_bytes())
         .expect("the hostile policy passes vetting");
     assert_eq!(large.extract_links("alloc-96mib").value, Ok(Vec::new()));
@@ -127,10 +121,7 @@ fn a_policy_that_needs_more_memory_runs_when_the_limits_allow_it() {
 
 #[test]
 fn a_policy_the_pool_cannot_hold_is_refused_when_compiled() {
-    let limits = Limits {
-        memories_per_sandbox: 0,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_memories_per_sandbox(0);
     match PolicyRuntime::new(limits) {
         Err(PolicyError::Invalid(message)) => {
             assert!(
@@ -151,10 +142,7 @@ fn a_policy_the_pool_cannot_hold_is_refused_when_compiled() {
 #[test]
 fn a_compile_cache_keeps_a_revision_for_the_next_runtime() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let limits = Limits {
-        compile_cache: Some(dir.path().to_path_buf()),
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_compile_cache(Some(dir.path().to_path_buf()));
     // The compiled code's files (wasmtime also keeps usage statistics
     // beside them), each with its inode: a compile writes a new file.
     let modules = || {

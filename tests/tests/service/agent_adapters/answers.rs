@@ -17,6 +17,7 @@ fn class(outcome: &Result<(), AgentError>) -> &'static str {
         Err(AgentError::Unavailable { .. }) => "unavailable",
         Err(AgentError::Retryable(_)) => "retryable",
         Err(AgentError::Permanent(_)) => "failed",
+        Err(other) => panic!("a class the table does not name: {other}"),
     }
 }
 

@@ -239,12 +239,10 @@ async fn without_a_token_another_site_s_page_is_refused() {
 #[tokio::test]
 async fn the_read_token_reads_and_writes_nothing() {
     let (store, _dir) = fresh_sqlite().await;
-    let config = nomos_continue::ServeConfig {
-        token: Some("rt".into()),
-        read_token: Some("rd".into()),
-        admin_token: Some("adm".into()),
-        ..nomos_continue::ServeConfig::default()
-    };
+    let config = nomos_continue::ServeConfig::default()
+        .with_token(Some("rt".into()))
+        .with_read_token(Some("rd".into()))
+        .with_admin_token(Some("adm".into()));
     let api = ServedApi::start_configured(store, config).await;
     let session = Uuid::new_v4();
     let answer = api

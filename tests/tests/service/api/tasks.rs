@@ -386,14 +386,13 @@ async fn mcp_2026_inline_results_notifications_and_refusals() {
 async fn pushes_past_their_rate_are_answered_429_with_retry_after() {
     let (store, _dir) = nomos_continue_tests::db::fresh_sqlite().await;
     let rate = |text| nomos_continue::Rate::parse(text).expect("a rate");
-    let config = nomos_continue::ServeConfig {
-        token: Some(TOKEN.into()),
-        push_limits: nomos_continue::PushLimits {
-            per_token: rate("2/h"),
-            total: rate("6/h"),
-        },
-        ..nomos_continue::ServeConfig::default()
-    };
+    let config = nomos_continue::ServeConfig::default()
+        .with_token(Some(TOKEN.into()))
+        .with_push_limits(
+            nomos_continue::PushLimits::default()
+                .with_per_token(rate("2/h"))
+                .with_total(rate("6/h")),
+        );
     let api = ServedApi::start_configured(store, config).await;
     let session = Uuid::new_v4();
     let (a, token_a) = register(&api, session, "task-a").await;

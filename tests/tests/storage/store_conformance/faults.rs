@@ -69,11 +69,9 @@ async fn approved(store: &Store, session: Uuid) {
 /// A worker over `store` with the built-in policy and a recording agent.
 fn worker(store: &Store, batch: i64) -> (Worker, Arc<RecordingAgent>) {
     let agent = Arc::new(RecordingAgent::default());
-    let config = WorkerConfig {
-        worker_id: "fault-worker".into(),
-        batch,
-        ..WorkerConfig::default()
-    };
+    let config = WorkerConfig::default()
+        .with_worker_id("fault-worker".into())
+        .with_batch(batch);
     let worker = Worker::builder(
         store.clone(),
         nomos_continue_tests::api::policy(),

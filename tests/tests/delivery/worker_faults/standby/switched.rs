@@ -47,11 +47,11 @@ async fn a_call_claimed_before_a_primary_switch_is_not_made_after_it() {
     let policy = Arc::new(PolicyRuntime::new(Limits::default()).expect("built-in policy"));
     let worker = Worker::builder(direct.clone(), policy, agent.clone())
         .clock(clock.clone())
-        .config(WorkerConfig {
-            worker_id: "w1".into(),
-            standby_fence: Some(Duration::from_secs(120)),
-            ..WorkerConfig::default()
-        })
+        .config(
+            WorkerConfig::default()
+                .with_worker_id("w1".into())
+                .with_standby_fence(Some(Duration::from_secs(120))),
+        )
         .build();
     let pass = tokio::spawn({
         let worker = worker.clone();
