@@ -22,7 +22,7 @@ use super::webhook::DEFAULT_WEBHOOK_TIMEOUT;
 use super::{AdapterConfigError, AgentError};
 use crate::store::OperatorNotice;
 
-/// Where a notice for a person goes; implemented by [`OperatorWebhook`],
+/// Where a notice for a person goes; implemented by `OperatorWebhook`,
 /// and by an embedding that pages its operators its own way.
 #[async_trait]
 pub trait Operator: Send + Sync {

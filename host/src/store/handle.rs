@@ -24,7 +24,7 @@ impl Database {
     }
 
     /// Connects to the primary among several PostgreSQL servers, and
-    /// follows it through failovers (see [`Store::connect_any`]); one URL
+    /// follows it through failovers (see `Store::connect_any`); one URL
     /// is [`Database::connect`].
     pub async fn connect_any(urls: &[&str]) -> Result<Self> {
         Store::connect_any(urls).await.map(|store| Self { store })
@@ -43,8 +43,8 @@ impl Database {
     }
 
     /// Refuses a database not migrated to exactly this binary's schema
-    /// (see [`Store::check_migrated`]), opened as the read commands open
-    /// it, creating and changing nothing (see [`Store::open_to_read`]):
+    /// (see `Store::check_migrated`), opened as the read commands open
+    /// it, creating and changing nothing (see `Store::open_to_read`):
     /// what a replica started with `--no-migrate` checks instead of
     /// migrating.
     pub async fn check_migrated_at(urls: &[&str]) -> Result<()> {

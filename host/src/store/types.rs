@@ -231,7 +231,7 @@ impl Window {
     }
 }
 
-/// What [`super::Store::link`] did with each id.
+/// What `Store::link` did with each id.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LinkOutcome {
     /// Newly linked to the session by this call.
