@@ -86,13 +86,13 @@ func WithTraceparent(ctx context.Context, traceparent string) context.Context {
 // --- sessions ---------------------------------------------------------------
 
 // LinkToolResult posts a tool's answer; the policy links the executions it names.
-func (c *Client) LinkToolResult(ctx context.Context, sessionID, text string) (Object, error) {
-	return c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/tool-results", Object{"text": text}, false)
+func (c *Client) LinkToolResult(ctx context.Context, sessionID, text string) (*LinkAnswer, error) {
+	return decode[LinkAnswer](c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/tool-results", Object{"text": text}, false))
 }
 
 // DecideApproval approves (opens or extends the assent window) or denies.
 // minutes 0 is the default (30); route "" is the default (api).
-func (c *Client) DecideApproval(ctx context.Context, sessionID, decision, route string, minutes int) (Object, error) {
+func (c *Client) DecideApproval(ctx context.Context, sessionID, decision, route string, minutes int) (*ApprovalAnswer, error) {
 	body := Object{"decision": decision}
 	if route != "" {
 		body["route"] = route
@@ -100,16 +100,16 @@ func (c *Client) DecideApproval(ctx context.Context, sessionID, decision, route 
 	if minutes != 0 {
 		body["minutes"] = minutes
 	}
-	return c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/approvals", body, false)
+	return decode[ApprovalAnswer](c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/approvals", body, false))
 }
 
 // Approve opens the session's window for minutes (0: the whole 30).
-func (c *Client) Approve(ctx context.Context, sessionID string, minutes int) (Object, error) {
+func (c *Client) Approve(ctx context.Context, sessionID string, minutes int) (*ApprovalAnswer, error) {
 	return c.DecideApproval(ctx, sessionID, "approve", "api", minutes)
 }
 
 // Deny closes the session's window.
-func (c *Client) Deny(ctx context.Context, sessionID string) (Object, error) {
+func (c *Client) Deny(ctx context.Context, sessionID string) (*ApprovalAnswer, error) {
 	return c.DecideApproval(ctx, sessionID, "deny", "", 0)
 }
 
@@ -151,13 +151,13 @@ func (c *Client) Overview(ctx context.Context) (Object, error) {
 // --- executions -------------------------------------------------------------
 
 // RecordExecution reports an execution's state (running, completed, failed, ...).
-func (c *Client) RecordExecution(ctx context.Context, executionID, status, result string) (Object, error) {
-	return c.write(ctx, "PUT", "/v1/executions/"+executionID, Object{"status": status, "result": result}, false)
+func (c *Client) RecordExecution(ctx context.Context, executionID, status, result string) (*ExecutionRecorded, error) {
+	return decode[ExecutionRecorded](c.write(ctx, "PUT", "/v1/executions/"+executionID, Object{"status": status, "result": result}, false))
 }
 
 // Execution is the execution as stored.
-func (c *Client) Execution(ctx context.Context, executionID string) (Object, error) {
-	return c.read(ctx, "/v1/executions/"+executionID, nil)
+func (c *Client) Execution(ctx context.Context, executionID string) (*ExecutionView, error) {
+	return decode[ExecutionView](c.read(ctx, "/v1/executions/"+executionID, nil))
 }
 
 // --- protocol tasks ---------------------------------------------------------
@@ -170,7 +170,7 @@ type TaskAgent struct {
 
 // RegisterTask links a protocol task ("a2a", "mcp") to the session; for A2A
 // the answer's "push" is its push configuration. agent may be nil, ttl 0.
-func (c *Client) RegisterTask(ctx context.Context, sessionID, protocol, taskID string, agent *TaskAgent, ttl time.Duration) (Object, error) {
+func (c *Client) RegisterTask(ctx context.Context, sessionID, protocol, taskID string, agent *TaskAgent, ttl time.Duration) (*TaskRegistered, error) {
 	body := Object{"protocol": protocol, "task_id": taskID}
 	if agent != nil {
 		body["agent"] = agent
@@ -178,19 +178,7 @@ func (c *Client) RegisterTask(ctx context.Context, sessionID, protocol, taskID s
 	if ttl > 0 {
 		body["ttl_seconds"] = int64(ttl / time.Second)
 	}
-	return c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/tasks", body, false)
-}
-
-// SessionPush is a session's push configuration (MintSessionPush).
-type SessionPush struct {
-	URL            string `json:"url"`
-	Token          string `json:"token"`
-	Authentication struct {
-		Scheme      string `json:"scheme"`
-		Credentials string `json:"credentials"`
-	} `json:"authentication"`
-	LinksUntil time.Time `json:"links_until"`
-	MaxTasks   int       `json:"max_tasks"`
+	return decode[TaskRegistered](c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/tasks", body, false))
 }
 
 // MintSessionPush mints a push configuration for every A2A task the
@@ -200,37 +188,29 @@ func (c *Client) MintSessionPush(ctx context.Context, sessionID string, ttl time
 	if ttl > 0 {
 		body["ttl_seconds"] = int64(ttl / time.Second)
 	}
-	answer, err := c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/push-configs", body, false)
-	if err != nil {
-		return nil, err
-	}
-	var push SessionPush
-	if err := remarshal(answer, &push); err != nil {
-		return nil, err
-	}
-	return &push, nil
+	return decode[SessionPush](c.write(ctx, "POST", "/v1/sessions/"+sessionID+"/push-configs", body, false))
 }
 
 // RecordMcpTask forwards what the runtime's MCP client got about a task
 // (taskID "" when the answer names it).
-func (c *Client) RecordMcpTask(ctx context.Context, answer Object, taskID string) (Object, error) {
+func (c *Client) RecordMcpTask(ctx context.Context, answer Object, taskID string) (*McpTaskRecorded, error) {
 	path := "/v1/mcp/tasks"
 	if taskID != "" {
 		path += "?task_id=" + url.QueryEscape(taskID)
 	}
-	return c.write(ctx, "POST", path, answer, false)
+	return decode[McpTaskRecorded](c.write(ctx, "POST", path, answer, false))
 }
 
 // --- deliveries, policy, service --------------------------------------------
 
 // Delivery is one ledger row.
-func (c *Client) Delivery(ctx context.Context, deliveryID string) (Object, error) {
-	return c.read(ctx, "/v1/deliveries/"+deliveryID, nil)
+func (c *Client) Delivery(ctx context.Context, deliveryID string) (*Delivery, error) {
+	return decode[Delivery](c.read(ctx, "/v1/deliveries/"+deliveryID, nil))
 }
 
 // Retry sends a failed delivery again under its key; with an Idempotency-Key.
-func (c *Client) Retry(ctx context.Context, deliveryID string) (Object, error) {
-	return c.write(ctx, "POST", "/v1/deliveries/"+deliveryID+"/retry", Object{}, true)
+func (c *Client) Retry(ctx context.Context, deliveryID string) (*RetryAnswer, error) {
+	return decode[RetryAnswer](c.write(ctx, "POST", "/v1/deliveries/"+deliveryID+"/retry", Object{}, true))
 }
 
 // PolicyInfo is the active policy revision and its contract.

@@ -278,13 +278,12 @@ func TestTheProtocolsHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := registered["push"].(map[string]any)
-	per := A2APushConfig(task["url"].(string), task["token"].(string), "0.3", "task-1")
+	per := A2APushConfig(registered.Push.URL, registered.Push.Token, "0.3", "task-1")
 	if per.TaskID != "task-1" || per.Authentication.Schemes[0] != "Bearer" {
 		t.Fatalf("the A2A 0.3 shape: %+v", per)
 	}
 	forwarded, err := client.RecordMcpTask(ctx, Object{"task": Object{"taskId": "mcp-1", "status": "working", "createdAt": "2026-12-06T00:00:00Z", "ttl": 60000}}, "")
-	if err != nil || forwarded["execution_id"] == nil {
+	if err != nil || forwarded.ExecutionID == "" {
 		t.Fatalf("an MCP task: %v %v", forwarded, err)
 	}
 }

@@ -41,11 +41,45 @@ export interface ClientOptions {
 }
 
 export interface Window {
-  session_id: Id;
   opened_at: string;
   expires_at: string;
-  route: string;
+  open: boolean;
+  route: "button" | "chat" | "api";
   continuations: number;
+  closed_at: string | null;
+}
+
+export interface Execution {
+  id: Id;
+  status: string;
+  result: string;
+  terminal: boolean;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface ExecutionRecorded {
+  execution: Execution;
+  applied: boolean;
+  note: string | null;
+}
+
+export interface McpTaskRecorded {
+  execution_id: Id;
+  execution: Execution | null;
+  applied: boolean;
+  note: string | null;
+}
+
+export interface Delivery extends Json {
+  id: Id;
+  session_id: Id;
+  kind: "continuation" | "notice";
+  idempotency_key: string;
+  execution_ids: Id[];
+  note: string;
+  state: "pending" | "delivered" | "failed" | "dropped";
+  failed_attempts: number;
 }
 
 export interface LinkAnswer extends Json {
@@ -88,9 +122,9 @@ export declare class Client {
     sessionId: Id,
     decision: "approve" | "deny",
     options?: { route?: "button" | "chat" | "api"; minutes?: number },
-  ): Promise<{ window: Window | null } & Json>;
-  approve(sessionId: Id, options?: { minutes?: number; route?: "button" | "chat" | "api" }): Promise<{ window: Window | null } & Json>;
-  deny(sessionId: Id): Promise<{ window: Window | null } & Json>;
+  ): Promise<{ window: Window | null }>;
+  approve(sessionId: Id, options?: { minutes?: number; route?: "button" | "chat" | "api" }): Promise<{ window: Window | null }>;
+  deny(sessionId: Id): Promise<{ window: Window | null }>;
   recordTurn(sessionId: Id, role: "system" | "user" | "assistant", content: string): Promise<Json>;
   sessions(query?: Record<string, string | number>): Promise<Json>;
   session(sessionId: Id): Promise<Json>;
@@ -98,8 +132,8 @@ export declare class Client {
   deliveries(sessionId: Id, query?: Record<string, string | number>): Promise<Json>;
   notices(sessionId: Id, query?: Record<string, string | number>): Promise<Json>;
   overview(): Promise<Json>;
-  recordExecution(executionId: Id, status: string, result?: string, trace?: Trace): Promise<Json>;
-  execution(executionId: Id): Promise<Json>;
+  recordExecution(executionId: Id, status: string, result?: string, trace?: Trace): Promise<ExecutionRecorded>;
+  execution(executionId: Id): Promise<{ execution: Execution | null; session_id: Id | null }>;
   registerTask(
     sessionId: Id,
     protocol: "a2a" | "mcp",
@@ -107,9 +141,9 @@ export declare class Client {
     options?: { agentUrl?: string; agentVersion?: "1.0" | "0.3"; ttlSeconds?: number },
   ): Promise<TaskRegistered>;
   mintSessionPush(sessionId: Id, options?: { ttlSeconds?: number }): Promise<SessionPush>;
-  recordMcpTask(answer: Json, options?: { taskId?: string; traceparent?: string }): Promise<Json>;
-  delivery(deliveryId: Id): Promise<Json>;
-  retry(deliveryId: Id): Promise<Json>;
+  recordMcpTask(answer: Json, options?: { taskId?: string; traceparent?: string }): Promise<McpTaskRecorded>;
+  delivery(deliveryId: Id): Promise<Delivery>;
+  retry(deliveryId: Id): Promise<{ delivery: Delivery }>;
   policyInfo(): Promise<Json>;
   healthz(): Promise<Json>;
   readyz(): Promise<Json>;

@@ -55,13 +55,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	window := approved["window"].(map[string]any)
-	fmt.Printf("approved: session %s until %s\n", session, window["expires_at"])
+	fmt.Printf("approved: session %s until %s\n", session, approved.Window.ExpiresAt)
 	linked, err := client.LinkToolResult(ctx, session, "pct_create started: running, execution "+execution)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("linked: %d execution(s)\n", len(linked["linked"].([]any)))
+	fmt.Printf("linked: %d execution(s)\n", len(linked.Linked))
 	if _, err := client.RecordExecution(ctx, execution, "failed", "ssh: connect to host 10.0.0.7 port 22: Connection refused"); err != nil {
 		return err
 	}

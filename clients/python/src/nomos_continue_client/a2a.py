@@ -28,14 +28,14 @@ def push_config(push: Mapping[str, Any], task_id: Optional[str] = None) -> Any:
     `PushNotificationConfig` with the token."""
     token = push["token"]
     if sdk_is_1x():
-        from a2a.types import a2a_pb2 as t
+        from a2a.types import a2a_pb2 as t  # type: ignore[import-not-found,unused-ignore]
 
         config = t.TaskPushNotificationConfig(url=push["url"], token=token)
         if task_id:
             config.task_id = task_id
         config.authentication.CopyFrom(t.AuthenticationInfo(scheme="Bearer", credentials=token))
         return config
-    from a2a import types as t03
+    from a2a import types as t03  # type: ignore[import-not-found,unused-ignore]
 
     config03 = t03.PushNotificationConfig(
         url=push["url"],
@@ -54,7 +54,7 @@ def client_config(session_push: Mapping[str, Any], **options: Any) -> Any:
     configuration into every message (1.x `push_notification_config`, 0.3
     `push_notification_configs`); `options` are the config's other fields
     (`httpx_client`, `streaming`, ...)."""
-    from a2a.client import ClientConfig
+    from a2a.client import ClientConfig  # type: ignore[import-not-found,unused-ignore]
 
     if sdk_is_1x():
         return ClientConfig(push_notification_config=push_config(session_push), **options)

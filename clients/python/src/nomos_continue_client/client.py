@@ -1,8 +1,8 @@
 """The HTTP API, as a runtime calls it (`docs/api.md`, `docs/openapi.json`).
 
 Every method is one operation of the document, named after its
-`operationId`; answers are the document's JSON objects (typed as
-`dict[str, Any]`, their fields as documented). Writes the API calls safe
+`operationId`; answers are the document's JSON objects, typed for the
+writes (`types`) and as plain `dict`s for the reads. Writes the API calls safe
 to repeat are retried on a connection failure, a 503 or a 429 that says
 when (`Retry-After`); those that need an `Idempotency-Key` get one
 generated once per call and sent with every try.
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union, cast
 
 import httpx
 
+from . import types as t
 from .errors import ProblemError, TransportError
 
 Id = Union[str, uuid.UUID]
@@ -59,11 +60,12 @@ class Client:
 
     def link_tool_result(
         self, session_id: Id, text: str, *, traceparent: Optional[str] = None
-    ) -> JSON:
+    ) -> t.LinkAnswer:
         """Posts a tool's answer; the policy links the executions it names."""
-        return self._write(
+        answer = self._write(
             "POST", f"/v1/sessions/{session_id}/tool-results", {"text": text}, trace=traceparent
         )
+        return cast(t.LinkAnswer, answer)
 
     def decide_approval(
         self,
@@ -72,19 +74,21 @@ class Client:
         *,
         route: Optional[str] = None,
         minutes: Optional[int] = None,
-    ) -> JSON:
+    ) -> t.ApprovalAnswer:
         """`approve` opens (or extends) the assent window, `deny` closes it."""
         body: JSON = {"decision": decision}
         if route is not None:
             body["route"] = route
         if minutes is not None:
             body["minutes"] = minutes
-        return self._write("POST", f"/v1/sessions/{session_id}/approvals", body)
+        return cast(t.ApprovalAnswer, self._write("POST", f"/v1/sessions/{session_id}/approvals", body))
 
-    def approve(self, session_id: Id, minutes: Optional[int] = None, route: str = "api") -> JSON:
+    def approve(
+        self, session_id: Id, minutes: Optional[int] = None, route: str = "api"
+    ) -> t.ApprovalAnswer:
         return self.decide_approval(session_id, "approve", route=route, minutes=minutes)
 
-    def deny(self, session_id: Id) -> JSON:
+    def deny(self, session_id: Id) -> t.ApprovalAnswer:
         return self.decide_approval(session_id, "deny")
 
     def record_turn(self, session_id: Id, role: str, content: str) -> JSON:
@@ -120,15 +124,16 @@ class Client:
         result: Optional[str] = None,
         *,
         traceparent: Optional[str] = None,
-    ) -> JSON:
+    ) -> t.ExecutionRecorded:
         """Reports an execution's state (`running`, `completed`, `failed`, ...)."""
         body: JSON = {"status": status}
         if result is not None:
             body["result"] = result
-        return self._write("PUT", f"/v1/executions/{execution_id}", body, trace=traceparent)
+        answer = self._write("PUT", f"/v1/executions/{execution_id}", body, trace=traceparent)
+        return cast(t.ExecutionRecorded, answer)
 
-    def execution(self, execution_id: Id) -> JSON:
-        return self._read(f"/v1/executions/{execution_id}")
+    def execution(self, execution_id: Id) -> t.ExecutionView:
+        return cast(t.ExecutionView, self._read(f"/v1/executions/{execution_id}"))
 
     # -- protocol tasks ---------------------------------------------------
 
@@ -141,7 +146,7 @@ class Client:
         agent_url: Optional[str] = None,
         agent_version: Optional[str] = None,
         ttl_seconds: Optional[int] = None,
-    ) -> JSON:
+    ) -> t.TaskRegistered:
         """Links a protocol task (`a2a`, `mcp`) to the session; for A2A the
         answer's `push` is its push configuration."""
         body: JSON = {"protocol": protocol, "task_id": task_id}
@@ -149,13 +154,16 @@ class Client:
             body["agent"] = {"url": agent_url, "version": agent_version or "1.0"}
         if ttl_seconds is not None:
             body["ttl_seconds"] = ttl_seconds
-        return self._write("POST", f"/v1/sessions/{session_id}/tasks", body)
+        return cast(t.TaskRegistered, self._write("POST", f"/v1/sessions/{session_id}/tasks", body))
 
-    def mint_session_push(self, session_id: Id, *, ttl_seconds: Optional[int] = None) -> JSON:
+    def mint_session_push(
+        self, session_id: Id, *, ttl_seconds: Optional[int] = None
+    ) -> t.SessionPush:
         """A push configuration for every A2A task the session's agent will
         create (see `nomos_continue_client.a2a` for the SDKs' shapes)."""
         body: JSON = {} if ttl_seconds is None else {"ttl_seconds": ttl_seconds}
-        return self._write("POST", f"/v1/sessions/{session_id}/push-configs", body)
+        answer = self._write("POST", f"/v1/sessions/{session_id}/push-configs", body)
+        return cast(t.SessionPush, answer)
 
     def record_mcp_task(
         self,
@@ -163,19 +171,23 @@ class Client:
         *,
         task_id: Optional[str] = None,
         traceparent: Optional[str] = None,
-    ) -> JSON:
+    ) -> t.McpTaskRecorded:
         """Forwards what the runtime's MCP client got about a task."""
         params = {"task_id": task_id} if task_id else None
-        return self._write("POST", "/v1/mcp/tasks", dict(answer), params=params, trace=traceparent)
+        recorded = self._write(
+            "POST", "/v1/mcp/tasks", dict(answer), params=params, trace=traceparent
+        )
+        return cast(t.McpTaskRecorded, recorded)
 
     # -- deliveries, policy, service --------------------------------------
 
-    def delivery(self, delivery_id: Id) -> JSON:
-        return self._read(f"/v1/deliveries/{delivery_id}")
+    def delivery(self, delivery_id: Id) -> t.Delivery:
+        return cast(t.Delivery, self._read(f"/v1/deliveries/{delivery_id}"))
 
-    def retry(self, delivery_id: Id) -> JSON:
+    def retry(self, delivery_id: Id) -> t.RetryAnswer:
         """Sends a failed delivery again under its key; with an Idempotency-Key."""
-        return self._write("POST", f"/v1/deliveries/{delivery_id}/retry", {}, keyed=True)
+        answer = self._write("POST", f"/v1/deliveries/{delivery_id}/retry", {}, keyed=True)
+        return cast(t.RetryAnswer, answer)
 
     def policy_info(self) -> JSON:
         return self._read("/v1/policy")

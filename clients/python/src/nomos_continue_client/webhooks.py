@@ -196,7 +196,11 @@ def parse(body: bytes, traceparent: Optional[str] = None) -> Event:
 def asgi(receiver: Receiver, on_event: Callable[[Event], Any]) -> Callable[..., Awaitable[None]]:
     """An ASGI application for the webhook's URL."""
 
-    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+    async def app(
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
         if scope["type"] != "http":
             return
         chunks = []
@@ -217,7 +221,7 @@ def asgi(receiver: Receiver, on_event: Callable[[Event], Any]) -> Callable[..., 
 def wsgi(receiver: Receiver, on_event: Callable[[Event], Any]) -> Callable[..., Iterable[bytes]]:
     """A WSGI application for the webhook's URL."""
 
-    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length)
         headers = {
