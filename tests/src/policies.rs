@@ -34,7 +34,7 @@ pub fn wasmtime() -> Result<PathBuf> {
         .map(|dir| dir.join("wasmtime"))
         .find(|p| p.is_file());
     found.context(
-        "the wasmtime CLI is not installed; `cargo install wasmtime-cli --version 48.0.8 --locked --no-default-features --features run,cranelift,component-model,parallel-compilation,pooling-allocator,compile` (or run .ci/run)",
+        "the wasmtime CLI is not installed; run tests/wasmtime-cli.sh (or .ci/run)",
     )
 }
 
