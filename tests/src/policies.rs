@@ -33,9 +33,7 @@ pub fn wasmtime() -> Result<PathBuf> {
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|dir| dir.join("wasmtime"))
         .find(|p| p.is_file());
-    found.context(
-        "the wasmtime CLI is not installed; run tests/wasmtime-cli.sh (or .ci/run)",
-    )
+    found.context("the wasmtime CLI is not installed; run tests/wasmtime-cli.sh (or .ci/run)")
 }
 
 /// `wasm` compiled once by `wasmtime compile` into the tests' compile
