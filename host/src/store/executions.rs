@@ -212,8 +212,8 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT {COLS} FROM executions WHERE id {} AND status IS NOT NULL",
-            self.backend().in_ids("$1")
+            "SELECT {COLS} FROM {} WHERE status IS NOT NULL",
+            self.backend().rows_by_ids("executions", "id", "$1", "e")
         );
         let rows = query(sql).bind(&ids).fetch_all(self).await?;
         let mut out: Vec<Execution> = rows

@@ -96,10 +96,12 @@ impl Store {
             return Ok(data);
         }
         let sql = format!(
-            "SELECT execution_id, traceparent, tracestate, trace_source, task_source, task_id \
-             FROM nomos_link_data \
-             WHERE execution_id {} AND (traceparent IS NOT NULL OR task_id IS NOT NULL)",
-            self.backend().in_ids("$1"),
+            "SELECT d.execution_id, d.traceparent, d.tracestate, d.trace_source, \
+               d.task_source, d.task_id \
+             FROM {} \
+             WHERE d.traceparent IS NOT NULL OR d.task_id IS NOT NULL",
+            self.backend()
+                .rows_by_ids("nomos_link_data", "execution_id", "$1", "d"),
         );
         for r in query(sql).bind(&ids).fetch_all(self).await? {
             let id = r.uuid("execution_id")?;

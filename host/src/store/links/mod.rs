@@ -10,11 +10,11 @@ use uuid::Uuid;
 
 use crate::store::decode::{self, uuids, RowExt, WINDOW_COLS};
 use crate::store::deliveries::notice::{insert_notice, NoticeAbout};
-use crate::store::dialect::{query, trunc};
+use crate::store::dialect::{query, trunc, Keys};
 use crate::store::types::{
     DropOutcome, Link, LinkOutcome, Notice, PendingCursor, ReadyLink, SessionSnapshot, Window,
 };
-use crate::store::{dedup, Result, Store, StoreError};
+use crate::store::{dedup, Backend, Result, Store, StoreError};
 
 /// How a link (alias `l`) was settled, NULL while it is not. Rows settled
 /// before migration 018 (by the original worker) have `continued_at` set and
@@ -29,43 +29,57 @@ macro_rules! link_outcome {
 pub(crate) use link_outcome;
 
 /// Link columns joined with the execution's status and the task the link
-/// stands for (alias `l` / `e` / `d`; see [`LINK_JOINS`]).
+/// stands for (alias `l` / `e` / `d`; see [`link_joins`]).
 pub(crate) const LINK_COLS: &str = concat!(
     "l.execution_id, l.session_id, l.created_at, l.continued_at, l.delivery_id, ",
     link_outcome!(),
     " AS outcome, l.reason, e.status AS execution_status, d.task_source, d.task_id"
 );
 
-/// The joins [`LINK_COLS`] reads from, after `FROM nomos_plan_executions l`.
-pub(crate) const LINK_JOINS: &str = "LEFT JOIN executions e ON e.id = l.execution_id \
-     LEFT JOIN nomos_link_data d ON d.execution_id = l.execution_id";
-
-/// Pending-links query columns (alias `l` / `e`), with the fallbacks for a
-/// runtime's own `executions` relation (see [`Store::poll_links`]).
-macro_rules! ready_cols {
-    () => {
-        "l.execution_id, l.session_id, l.created_at, \
-         e.status, CAST(COALESCE(octet_length(e.result), 0) AS BIGINT) AS result_bytes, \
-         COALESCE(e.updated_at, e.finished_at, l.created_at) AS updated_at, e.finished_at"
-    };
+/// The joins [`LINK_COLS`] reads from, after `FROM nomos_plan_executions l`:
+/// each link's execution and side-table row, probed by the link's key.
+///
+/// On PostgreSQL each is a `LATERAL` subquery behind `OFFSET 0`, which the
+/// planner cannot flatten into a join of its choosing: whatever it guesses
+/// of how many links qualify, it probes `executions` and `nomos_link_data`
+/// by primary key once per link, and never hashes either table whole (at
+/// a few thousand links it guessed wrong and read every execution ever
+/// reported, issue 64). SQLite's `LEFT JOIN` keeps the link table outside.
+pub(crate) fn link_joins(backend: Backend) -> &'static str {
+    backend.pick(
+        "LEFT JOIN LATERAL (SELECT x.status FROM executions x \
+           WHERE x.id = l.execution_id OFFSET 0) e ON TRUE \
+         LEFT JOIN LATERAL (SELECT y.task_source, y.task_id FROM nomos_link_data y \
+           WHERE y.execution_id = l.execution_id OFFSET 0) d ON TRUE",
+        "LEFT JOIN executions e ON e.id = l.execution_id \
+         LEFT JOIN nomos_link_data d ON d.execution_id = l.execution_id",
+    )
 }
 
 /// The worker's poll, `$1` being the limit, `$2` the active policy
-/// revision and `$after` the condition that starts a later page after a
-/// cursor. A link whose status that revision has classified as running (a
-/// row of `nomos_status_classes`) is not read: running executions never
-/// fill a page, so a finished one behind any number of them is read in the
-/// next pass. A status not classified yet is read, classified in the pass,
-/// and left out from then on. A person's state (`person` set) is read, so
-/// the planner can tell the operator once and park it.
+/// revision, `$probe` how each link's execution is read (alias `e`, with
+/// `status`, `result`, `updated_at` and `finished_at`), and `$after`
+/// the condition that starts a later page after a cursor. A link whose
+/// status that revision has classified as running (a row of
+/// `nomos_status_classes`) is not read: running executions never fill a
+/// page, so a finished one behind any number of them is read in the next
+/// pass. A status not classified yet is read, classified in the pass, and
+/// left out from then on. A person's state (`person` set) is read, so the
+/// planner can tell the operator once and park it.
+///
+/// The links are read in order from a partial index of live links (019,
+/// 022), and each one's execution is probed by its key: never a join the
+/// planner may turn into a read of every execution ever reported.
 macro_rules! pending_links {
-    ($parked:expr, $after:expr) => {
+    ($probe:expr, $parked:expr, $after:expr) => {
         concat!(
-            "SELECT ",
-            ready_cols!(),
-            " FROM nomos_plan_executions l \
-             JOIN executions e ON e.id = l.execution_id \
-             WHERE l.continued_at IS NULL AND l.delivery_id IS NULL ",
+            "SELECT l.execution_id, l.session_id, l.created_at, e.status, \
+               CAST(COALESCE(octet_length(e.result), 0) AS BIGINT) AS result_bytes, \
+               COALESCE(e.updated_at, e.finished_at, l.created_at) AS updated_at, \
+               e.finished_at \
+             FROM nomos_plan_executions l ",
+            $probe,
+            " WHERE l.continued_at IS NULL AND l.delivery_id IS NULL ",
             $parked,
             " AND e.status IS NOT NULL \
                AND NOT EXISTS (SELECT 1 FROM nomos_status_classes c \
@@ -77,6 +91,21 @@ macro_rules! pending_links {
     };
 }
 
+/// Each link's execution, probed by its key (see [`pending_links`]), with
+/// the fallbacks for a runtime's own `executions` relation (see
+/// [`Store::poll_links`]). PostgreSQL: a `LATERAL` subquery the planner
+/// cannot flatten (see [`link_joins`]). SQLite: `CROSS JOIN`, which SQLite
+/// never reorders, so the link table stays the outer loop.
+macro_rules! probe_execution {
+    (postgres) => {
+        "CROSS JOIN LATERAL (SELECT x.status, x.result, x.updated_at, x.finished_at \
+           FROM executions x WHERE x.id = l.execution_id OFFSET 0) e"
+    };
+    (sqlite) => {
+        "CROSS JOIN executions e ON e.id = l.execution_id"
+    };
+}
+
 /// The condition that starts a later page after the cursor `($3, $4)` =
 /// (link time, execution id).
 macro_rules! after_cursor {
@@ -84,10 +113,6 @@ macro_rules! after_cursor {
         "AND l.created_at >= $3 AND (l.created_at, l.execution_id) > ($3, $4)"
     };
 }
-
-/// The first page of the worker's sweep, shared with the benchmark's
-/// `EXPLAIN` so that what is measured is what runs.
-pub(crate) const PENDING_LINKS: &str = pending_links!("", "");
 
 /// Which links a poll reads: its first page and its later pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,14 +126,38 @@ pub enum Poll {
     Unparked,
 }
 
+/// The four reads of a poll in one dialect: (sweep, unparked) × (first
+/// page, later page).
+macro_rules! polls {
+    ($dialect:tt) => {
+        [
+            pending_links!(probe_execution!($dialect), "", ""),
+            pending_links!(probe_execution!($dialect), "", after_cursor!()),
+            pending_links!(probe_execution!($dialect), "AND l.parked IS NULL", ""),
+            pending_links!(
+                probe_execution!($dialect),
+                "AND l.parked IS NULL",
+                after_cursor!()
+            ),
+        ]
+    };
+}
+
+const PG_POLLS: [&str; 4] = polls!(postgres);
+const LITE_POLLS: [&str; 4] = polls!(sqlite);
+
+/// The first page of the worker's sweep on PostgreSQL, shared with the
+/// benchmark's `EXPLAIN` so that what is measured is what runs.
+#[cfg(feature = "test-support")]
+pub(crate) const PENDING_LINKS: &str = PG_POLLS[0];
+
 impl Poll {
-    fn sql(self, after: bool) -> &'static str {
-        match (self, after) {
-            (Self::Sweep, false) => PENDING_LINKS,
-            (Self::Sweep, true) => pending_links!("", after_cursor!()),
-            (Self::Unparked, false) => pending_links!("AND l.parked IS NULL", ""),
-            (Self::Unparked, true) => pending_links!("AND l.parked IS NULL", after_cursor!()),
-        }
+    fn sql(self, after: bool, backend: Backend) -> &'static str {
+        let i = match self {
+            Self::Sweep => 0,
+            Self::Unparked => 2,
+        } + usize::from(after);
+        backend.pick(PG_POLLS[i], LITE_POLLS[i])
     }
 }
 
@@ -116,10 +165,18 @@ impl Poll {
 /// wins (a conflict inserts nothing), and an execution that finished
 /// before the link horizon is never linked again. Shared by every writer
 /// of a link.
+///
+/// The execution is looked up by its key alone, the horizon compared as a
+/// value: written as a join of the two tables, PostgreSQL planned a
+/// sequential scan of `executions` while the table was young (no
+/// statistics yet), cached that plan for the connection's prepared
+/// statement, and kept reading the whole table on every link as it grew
+/// until an `ANALYZE` invalidated it (about 2,100 times its live rows
+/// read in a 5-minute load from an empty database, issue 64).
 pub(in crate::store) const INSERT_LINK: &str =
     "INSERT INTO nomos_plan_executions (execution_id, session_id, created_at) \
-     SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM executions e \
-       JOIN nomos_link_horizon h ON e.finished_at < h.before_at WHERE e.id = $1) \
+     SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM executions e WHERE e.id = $1 \
+       AND e.finished_at < (SELECT max(h.before_at) FROM nomos_link_horizon h)) \
      ON CONFLICT (execution_id) DO NOTHING";
 
 impl Store {
@@ -225,8 +282,10 @@ impl Store {
         loop {
             let want = limit - out.len() as i64;
             let rows = match cursor {
-                None => query(poll.sql(false)).bind(want).bind(revision),
-                Some(c) => query(poll.sql(true))
+                None => query(poll.sql(false, self.backend()))
+                    .bind(want)
+                    .bind(revision),
+                Some(c) => query(poll.sql(true, self.backend()))
                     .bind(want)
                     .bind(revision)
                     .bind(c.linked_at)
@@ -284,9 +343,10 @@ impl Store {
     /// ("still running") and for the API.
     pub async fn pending_links_for_session(&self, session_id: Uuid) -> Result<Vec<Link>> {
         let sql = format!(
-            "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l {} \
              WHERE l.session_id = $1 AND l.continued_at IS NULL \
-             ORDER BY l.created_at, l.execution_id"
+             ORDER BY l.created_at, l.execution_id",
+            link_joins(self.backend())
         );
         let rows = query(sql).bind(session_id).fetch_all(self).await?;
         rows.iter().map(decode::link).collect()
@@ -327,11 +387,16 @@ impl Store {
             "SELECT {WINDOW_COLS} FROM nomos_assent_windows WHERE session_id {}",
             backend.in_ids("$1")
         );
+        // Each session's unsettled links probed by the session's key, and
+        // each link's execution by its own (see `link_joins`).
         let links_sql = format!(
-            "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
-             WHERE l.session_id {} AND l.continued_at IS NULL \
+            "SELECT {LINK_COLS} FROM {} {} \
              ORDER BY l.session_id, l.created_at, l.execution_id",
-            backend.in_ids("$1")
+            backend.rows_by_keys(
+                Keys::new("nomos_plan_executions", "session_id", "$1", "l")
+                    .filtered(" AND continued_at IS NULL")
+            ),
+            link_joins(backend),
         );
         // Both at once, on two connections.
         let (windows_query, links_query) =

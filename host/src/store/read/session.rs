@@ -27,7 +27,7 @@ use crate::store::chat::history::{notice, SessionNotice, NOTICE_COLS};
 use crate::store::decode::{self, RowExt};
 use crate::store::deliveries::delivery_cols;
 use crate::store::dialect::{from_micros, query, Row};
-use crate::store::links::{LINK_COLS, LINK_JOINS};
+use crate::store::links::{link_joins, LINK_COLS};
 #[cfg(feature = "test-support")]
 use crate::store::types::Window;
 use crate::store::types::{Delivery, DeliveryKind, Link};
@@ -291,9 +291,10 @@ impl Store {
             ""
         };
         let sql = format!(
-            "SELECT {LINK_COLS} FROM nomos_plan_executions l {LINK_JOINS} \
+            "SELECT {LINK_COLS} FROM nomos_plan_executions l {} \
              WHERE l.session_id = $1 {keyset} \
-             ORDER BY l.created_at, l.execution_id LIMIT $2"
+             ORDER BY l.created_at, l.execution_id LIMIT $2",
+            link_joins(self.backend())
         );
         let mut q = query(sql).bind(session_id).bind(i64::from(limit) + 1);
         if let Some(c) = after {

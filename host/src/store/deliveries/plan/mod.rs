@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::store::decode::{self, RowExt, WINDOW_COLS};
 use crate::store::deliveries::delivery_cols;
-use crate::store::dialect::{query, trunc, Tx};
+use crate::store::dialect::{query, trunc, Keys, Tx};
 use crate::store::types::{ContinuationPlan, Delivery, PlanOutcome, Window};
 use crate::store::{dedup, Result, Store, StoreError};
 use write::write;
@@ -252,12 +252,16 @@ async fn read_in_turn(
 ) -> Result<AfterLocks> {
     let backend = tx.backend();
     let rows = query(format!(
-        concat!(
-            "SELECT ",
-            delivery_cols!(),
-            " FROM nomos_deliveries WHERE idempotency_key {}"
-        ),
-        backend.in_ids("$1")
+        concat!("SELECT ", delivery_cols!(), " FROM {}"),
+        backend.rows_by_keys(
+            Keys::new(
+                "nomos_deliveries",
+                "idempotency_key",
+                "$1",
+                "nomos_deliveries"
+            )
+            .of_type("text")
+        )
     ))
     .bind(keys)
     .fetch_all(&mut *tx)
@@ -277,11 +281,15 @@ async fn read_in_turn(
     .await?;
     let in_flight = pairs(&rows, "session_id", "id")?;
 
+    // Each link probed by its key and locked as found: a pass's thousands
+    // of ids never become a read of the whole link table.
     let rows = query(format!(
-        "SELECT execution_id, session_id FROM nomos_plan_executions \
-         WHERE execution_id {} AND delivery_id IS NULL AND continued_at IS NULL{}",
-        backend.in_ids("$1"),
-        backend.lock(" FOR UPDATE SKIP LOCKED")
+        "SELECT l.execution_id, l.session_id FROM {}",
+        backend.rows_by_keys(
+            Keys::new("nomos_plan_executions", "execution_id", "$1", "l")
+                .filtered(" AND delivery_id IS NULL AND continued_at IS NULL")
+                .locked(" FOR UPDATE SKIP LOCKED")
+        )
     ))
     .bind(all)
     .fetch_all(&mut *tx)
