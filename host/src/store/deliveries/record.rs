@@ -63,21 +63,34 @@ impl Store {
                  lease_owner = NULL, lease_expires_at = NULL \
              FROM {} \
              WHERE d.id = c.cid AND d.claim_token = c.ctoken AND d.state = 'pending'{} \
-             RETURNING id, kind",
+             RETURNING id, kind{}",
             claim_set(backend),
             in_id_order(backend),
+            backend.pick(", execution_ids", ""),
         );
-        let continue_links = |of_deliveries: &str, now: &str| {
+        let continue_links = |links: &str, now: &str| {
             format!(
                 "UPDATE nomos_plan_executions SET continued_at = {now}, outcome = 'continued' \
-                 WHERE delivery_id {of_deliveries} AND continued_at IS NULL"
+                 WHERE {links} AND continued_at IS NULL"
             )
         };
         let done = match backend {
+            // The links are found by their own keys, the executions each
+            // continuation names, as arrays computed once (`ARRAY(…)` is
+            // an init plan): the planner, knowing nothing of how many rows
+            // `done` yields, cannot then choose to read the link table
+            // whole to join it (issue 64). `delivery_id` still says which
+            // continuation each link was folded into.
             Backend::Postgres => {
                 let sql = format!(
                     "WITH done AS ({deliver}), continued AS ({}) SELECT id, kind FROM done",
-                    continue_links("IN (SELECT id FROM done WHERE kind = 'continuation')", "$3")
+                    continue_links(
+                        "execution_id = ANY(ARRAY(SELECT unnest(execution_ids) FROM done \
+                           WHERE kind = 'continuation')) \
+                         AND delivery_id = ANY(ARRAY(SELECT id FROM done \
+                           WHERE kind = 'continuation'))",
+                        "$3"
+                    )
                 );
                 let q = query(sql).bind(&ids).bind(&tokens).bind(now);
                 q.fetch_all(self).await?
@@ -88,7 +101,8 @@ impl Store {
                 let done = q.fetch_all(&mut tx).await?;
                 let continued = kind_ids(&done, DeliveryKind::Continuation)?;
                 if !continued.is_empty() {
-                    let sql = continue_links(&backend.in_ids("$1"), "$2");
+                    let sql =
+                        continue_links(&format!("delivery_id {}", backend.in_ids("$1")), "$2");
                     let q = query(sql).bind(&continued).bind(now);
                     q.execute(&mut tx).await?;
                 }
