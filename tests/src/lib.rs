@@ -7,6 +7,7 @@ pub mod cut;
 pub mod db;
 pub mod http;
 pub mod load;
+pub mod plans;
 pub mod policies;
 pub mod python;
 pub mod replica;

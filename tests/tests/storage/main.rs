@@ -8,6 +8,7 @@ mod cancelled_begin;
 mod chat_history;
 mod decision_log;
 mod history;
+mod hot_plans;
 mod live_migration;
 mod lock_order;
 mod retention;

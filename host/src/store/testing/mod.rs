@@ -21,9 +21,12 @@ use super::links::PENDING_LINKS;
 use super::{Backend, Db, Result, Store, StoreError};
 
 mod faults;
+mod plans;
 mod standby;
 
 pub use faults::{deadlocks_detected, install_write_refusal, refuse_writes, DISK_FULL_MESSAGE};
+pub(in crate::store) use plans::{record_sqlite_plan, recording_sqlite_plans};
+pub use plans::{record_sqlite_plans, SqlitePlan, SqlitePlans};
 pub use standby::{count_primary_switch, fail_over, install_lagging_standby, replicate};
 
 fn pg(store: &Store) -> Result<&sqlx::PgPool> {
@@ -128,7 +131,8 @@ pub async fn fill_link_history(
 /// Fills a migrated, empty database with `sessions` sessions of settled
 /// history, each as the worker leaves a session it continued once long ago:
 /// an expired window that counted one continuation, one link continued by a
-/// delivered continuation, and the link's finished execution.
+/// delivered continuation, the link's finished execution, and the trace
+/// context its tool result carried.
 ///
 /// Ids are sequential or hashed from the row number, so a million sessions
 /// load in about a minute; everything is at least an hour old. Both
@@ -166,21 +170,31 @@ pub async fn fill_session_history(store: &Store, sessions: i64, now: DateTime<Ut
         "INSERT INTO nomos_plan_executions \
            (execution_id, session_id, created_at, continued_at, delivery_id, outcome) \
          SELECT execution_id, session_id, at, at + S, delivery_id, 'continued' FROM h",
+        "INSERT INTO nomos_link_data \
+           (execution_id, traceparent, trace_source, updated_at) \
+         SELECT execution_id, TRACE, 'tool_result', at FROM h",
     ];
-    let (second, half_hour, ids) = match store.backend() {
+    let (second, half_hour, ids, trace) = match store.backend() {
         Backend::Postgres => (
             "interval '1 second'",
             "interval '30 minutes'",
             "ARRAY[execution_id]",
+            "'00-' || md5('t' || g) || '-' || left(md5('p' || g), 16) || '-01'",
         ),
-        Backend::Sqlite => ("1000000", "1800000000", "json_array(execution_id)"),
+        Backend::Sqlite => (
+            "1000000",
+            "1800000000",
+            "json_array(execution_id)",
+            "printf('00-%032x-%016x-01', g, g)",
+        ),
     };
     let start = trunc(now) - chrono::Duration::hours(1);
     for insert in inserts {
         let insert = insert
             .replace("+ S", &format!("+ {second}"))
             .replace("+ M", &format!("+ {half_hour}"))
-            .replace("IDS", ids);
+            .replace("IDS", ids)
+            .replace("TRACE", trace);
         query(format!("{history}{insert}"))
             .bind(sessions)
             .bind(start)
@@ -381,6 +395,14 @@ pub async fn vacuum_analyze(store: &Store) -> Result<()> {
     ] {
         sqlx::raw_sql(sql).execute(pool).await?;
     }
+    Ok(())
+}
+
+/// `ANALYZE` of the whole database, on either backend: the statistics a
+/// planner reads, current (PostgreSQL's autovacuum would get there; SQLite
+/// has no statistics until asked).
+pub async fn analyze(store: &Store) -> Result<()> {
+    query("ANALYZE").execute(store).await?;
     Ok(())
 }
 
