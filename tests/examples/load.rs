@@ -31,8 +31,15 @@
 //! `tests/bench/plot_load.py`, then on PostgreSQL each table's upkeep
 //! (bytes, dead rows, heap-only share) and the WAL written per
 //! continuation, and on a cluster of its own the lock waits over 50 ms it
-//! logged (`log_lock_waits`, `deadlock_timeout = 50ms`). Exits 1 unless every report answered 2xx was continued
-//! exactly once.
+//! logged (`log_lock_waits`, `deadlock_timeout = 50ms`) and what the load
+//! cost it, counted from after `serve`'s migration: the scans of
+//! `executions` and `nomos_plan_executions` (sequential reads as a
+//! multiple of their live rows), the statements (`pg_stat_statements`,
+//! top level, the driver's own probes left out) and commits per execution
+//! taken, with `BEGIN` and `COMMIT` apart, the 15 statements that took the
+//! most time, and the statements over 1 s it logged
+//! (`log_min_duration_statement`). Exits 1 unless every report answered
+//! 2xx was continued exactly once.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -152,11 +159,19 @@ async fn database(args: &Args) -> Result<Database> {
     }
     // The server's defaults (the tests' clusters have small shared
     // buffers), and every lock wait over 50 ms logged: a purge must never
-    // hold a report, a link or a claim that long.
+    // hold a report, a link or a claim that long. `pg_stat_statements`
+    // counts what `serve` sends, and every statement over a second is
+    // logged, for `print_statement_stats`.
     let mut settings = vec![
         ("shared_buffers", "'128MB'".to_owned()),
         ("log_lock_waits", "on".to_owned()),
         ("deadlock_timeout", "'50ms'".to_owned()),
+        (
+            "shared_preload_libraries",
+            "'pg_stat_statements'".to_owned(),
+        ),
+        ("pg_stat_statements.track", "'top'".to_owned()),
+        ("log_min_duration_statement", "'1s'".to_owned()),
     ];
     settings.extend(
         args.pg_settings
@@ -265,6 +280,128 @@ async fn print_upkeep(url: &str, wal_start: &str, continued: u64) -> Result<()> 
     Ok(())
 }
 
+/// Starts afresh, once `serve` has migrated the store, the counts
+/// `print_statement_stats` reads at the end: `pg_stat_statements` (created
+/// here; the cluster preloads it) and the tables' scans (`pg_stat_reset`).
+/// Returns the database's commits so far, the baseline of those per
+/// execution.
+async fn reset_statement_stats(pool: &sqlx::PgPool) -> Result<i64> {
+    // The migration's counts, flushed within a second of its going idle,
+    // land before the reset rather than after it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .execute(pool)
+        .await
+        .context("create extension pg_stat_statements")?;
+    sqlx::query("SELECT pg_stat_statements_reset()")
+        .execute(pool)
+        .await
+        .context("pg_stat_statements_reset()")?;
+    sqlx::query("SELECT pg_stat_reset()")
+        .execute(pool)
+        .await
+        .context("pg_stat_reset()")?;
+    sqlx::query_scalar::<_, i64>(
+        "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(pool)
+    .await
+    .context("read xact_commit")
+}
+
+/// What `serve` sent, at top level, in this database: the driver's own
+/// probes (database size, WAL position, these statistics) left out.
+const SERVE_STATEMENTS: &str = "toplevel \
+     AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+     AND strpos(query, 'pg_stat_') = 0 AND strpos(query, 'pg_database_size') = 0 \
+     AND strpos(query, 'pg_current_wal_lsn') = 0";
+
+/// What the load cost PostgreSQL since `reset_statement_stats` (a cluster
+/// of its own): the scans of the two tables every report touches (a
+/// sequential scan that reads many times their live rows is an index
+/// missing or not used), the statements and commits per execution taken
+/// (`BEGIN` and `COMMIT` are statements of their own, sent as simple
+/// queries), the statements that took the most time, and those over a
+/// second in the server's `log`.
+async fn print_statement_stats(
+    pool: &sqlx::PgPool,
+    log: &str,
+    commits_before: i64,
+    taken: u64,
+) -> Result<()> {
+    // Each backend flushes its counts within a second of going idle.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let tables: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT relname::text, seq_scan, seq_tup_read, COALESCE(idx_scan, 0), n_live_tup \
+         FROM pg_stat_user_tables WHERE relname IN ('executions', 'nomos_plan_executions') \
+         ORDER BY relname",
+    )
+    .fetch_all(pool)
+    .await
+    .context("read pg_stat_user_tables")?;
+    println!("table                   seq scans   seq rows read   idx scans   live rows  x live");
+    for (table, seq_scan, seq_read, idx_scan, live) in tables {
+        println!(
+            "{table:<22} {seq_scan:>10} {seq_read:>15} {idx_scan:>11} {live:>11} {:>7.1}",
+            seq_read as f64 / live.max(1) as f64
+        );
+    }
+    let (calls, begins, commits): (i64, i64, i64) = sqlx::query_as(&format!(
+        "SELECT COALESCE(SUM(calls), 0)::bigint, \
+           COALESCE(SUM(calls) FILTER (WHERE upper(query) = 'BEGIN'), 0)::bigint, \
+           COALESCE(SUM(calls) FILTER (WHERE upper(query) = 'COMMIT'), 0)::bigint \
+         FROM pg_stat_statements WHERE {SERVE_STATEMENTS}"
+    ))
+    .fetch_one(pool)
+    .await
+    .context("read pg_stat_statements")?;
+    let commits_now: i64 = sqlx::query_scalar(
+        "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(pool)
+    .await
+    .context("read xact_commit")?;
+    let per_execution = |n: i64| n as f64 / taken.max(1) as f64;
+    println!(
+        "statements (pg_stat_statements, top level): {calls}, BEGIN {begins}, COMMIT {commits}"
+    );
+    println!(
+        "per execution taken: {:.2} statements, {:.2} with BEGIN and COMMIT, {:.2} commits",
+        per_execution(calls - begins - commits),
+        per_execution(calls),
+        per_execution(commits_now - commits_before)
+    );
+    let top: Vec<(i64, f64, f64, f64, i64, String)> = sqlx::query_as(&format!(
+        "SELECT calls, mean_exec_time, max_exec_time, total_exec_time, rows, \
+           COALESCE(query, '') FROM pg_stat_statements WHERE {SERVE_STATEMENTS} \
+         ORDER BY total_exec_time DESC LIMIT 15"
+    ))
+    .fetch_all(pool)
+    .await
+    .context("read the top statements")?;
+    println!("    calls   mean ms    max ms    total ms        rows  query");
+    for (calls, mean, max, total, rows, query) in top {
+        // On one line, and short.
+        let query: String = query
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(120)
+            .collect();
+        println!("{calls:>9} {mean:>9.2} {max:>9.1} {total:>11.0} {rows:>11}  {query}");
+    }
+    let slow: Vec<&str> = log.lines().filter(|l| l.contains("duration:")).collect();
+    println!(
+        "statements over 1 s (log_min_duration_statement): {}",
+        slow.len()
+    );
+    for line in slow.iter().take(10) {
+        println!("  {}", line.chars().take(200).collect::<String>());
+    }
+    Ok(())
+}
+
 /// Each SQLite table's bytes with its indexes (the `dbstat` table, which
 /// the bundled SQLite has), and its rows.
 async fn print_sqlite_sizes(file: &std::path::Path) -> Result<()> {
@@ -308,6 +445,20 @@ async fn run() -> Result<bool> {
         Database::Sqlite { file, .. } => DbProbe::Sqlite(file.clone()),
         _ => DbProbe::Postgres(sqlx::PgPool::connect(&url).await?),
     };
+    // `serve` has migrated the store: on a cluster of its own, the
+    // statements and scans are counted from here, the load's alone.
+    let commits_before = match (&db, &probe) {
+        (Database::OwnCluster(_), DbProbe::Postgres(pool)) => {
+            match reset_statement_stats(pool).await {
+                Ok(commits) => Some(commits),
+                Err(e) => {
+                    println!("no statement statistics: {e:#}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let wal_start = match &probe {
         DbProbe::Postgres(pool) => Some(
             sqlx::query_scalar::<_, String>("SELECT pg_current_wal_lsn()::text")
@@ -330,14 +481,17 @@ async fn run() -> Result<bool> {
     let report = load::run(&base, agent, &args.config, sample).await?;
     print(&report, db.label());
     // What `serve` warned of at start (its autovacuum check among them).
-    for line in replica
-        .stderr()
-        .lines()
-        .filter(|l| l.contains("WARN"))
-        .take(10)
-    {
+    let stderr = replica.stderr();
+    for line in stderr.lines().filter(|l| l.contains("WARN")).take(10) {
         println!("serve warned: {line}");
     }
+    // A lease taken over while its call ran is a call that may be made
+    // twice after a crash: under load, none should be.
+    let taken_over = stderr
+        .lines()
+        .filter(|l| l.contains("leases taken over"))
+        .count();
+    println!("serve logged leases taken over while their calls ran: {taken_over} times");
     let store = if args.sqlite { "sqlite" } else { "postgres" };
     let csv = args
         .csv
@@ -355,6 +509,13 @@ async fn run() -> Result<bool> {
     }
     if let Database::OwnCluster(cluster) = &db {
         let log = cluster.log();
+        // After `serve` is gone, so that its polls add nothing; a failure
+        // here costs these lines only, not the run.
+        if let (DbProbe::Postgres(pool), Some(commits)) = (&probe, commits_before) {
+            if let Err(e) = print_statement_stats(pool, &log, commits, report.taken).await {
+                println!("statement statistics: {e:#}");
+            }
+        }
         // By what was waited for: "AccessExclusiveLock on object 0 of
         // class 1262" is the lock every committing NOTIFY takes, one at a
         // time; a purge's would be a relation's, a tuple's or a
