@@ -37,52 +37,6 @@ use super::{Backend, Db, Result, Store, StoreError, WAKE_CHANNEL};
 /// transactions lock row by row (`FOR UPDATE`, `FOR SHARE`) in the SQL.
 pub(crate) const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
 
-/// What [`Backend::rows_by_keys`] probes: `table` by `key`, for each value
-/// of the list bound as `param`, read as `alias`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Keys<'a> {
-    table: &'a str,
-    key: &'a str,
-    param: &'a str,
-    /// The PostgreSQL type of the list's elements (`uuid` unless set).
-    ty: &'a str,
-    alias: &'a str,
-    /// More conditions on the rows, ` AND …`, or "".
-    filter: &'a str,
-    /// A row-lock clause for the rows found (PostgreSQL), or "".
-    lock: &'a str,
-}
-
-impl<'a> Keys<'a> {
-    pub(crate) fn new(table: &'a str, key: &'a str, param: &'a str, alias: &'a str) -> Self {
-        Self {
-            table,
-            key,
-            param,
-            ty: "uuid",
-            alias,
-            filter: "",
-            lock: "",
-        }
-    }
-
-    /// Only the rows that also meet `filter` (` AND …`): a lock then takes
-    /// those alone.
-    pub(crate) fn filtered(self, filter: &'a str) -> Self {
-        Self { filter, ..self }
-    }
-
-    /// Keys of another type than `uuid` (`text`).
-    pub(crate) fn of_type(self, ty: &'a str) -> Self {
-        Self { ty, ..self }
-    }
-
-    /// Locks the rows found with `lock` (` FOR UPDATE SKIP LOCKED`).
-    pub(crate) fn locked(self, lock: &'a str) -> Self {
-        Self { lock, ..self }
-    }
-}
-
 /// Truncates a time to microseconds, the precision both backends store, so
 /// that what a caller writes and what it reads back compare equal.
 pub(crate) fn trunc(t: DateTime<Utc>) -> DateTime<Utc> {
@@ -131,47 +85,6 @@ impl Backend {
         match self {
             Self::Postgres => format!("= ANY({param})"),
             Self::Sqlite => format!("IN (SELECT value FROM json_each({param}))"),
-        }
-    }
-
-    /// The rows of `table` whose `key` is one of the ids bound as `param`
-    /// (deduplicated by the caller), as a `FROM` item named `alias`, each
-    /// probed by its key: [`Backend::rows_by_keys`] of UUIDs, unlocked.
-    pub(crate) fn rows_by_ids(self, table: &str, key: &str, param: &str, alias: &str) -> String {
-        self.rows_by_keys(Keys::new(table, key, param, alias))
-    }
-
-    /// The rows of `keys.table` whose `keys.key` is one of the values bound
-    /// as `keys.param` (a list of `keys.ty`, deduplicated by the caller), as
-    /// a `FROM` item named `keys.alias`, each probed by its key.
-    ///
-    /// On PostgreSQL a `LATERAL` subquery behind `OFFSET 0` per value,
-    /// which the planner cannot turn into a read of the whole table: with a
-    /// few thousand ids it judged a sequential scan of every execution ever
-    /// reported cheaper than the probes, and that read grows with the
-    /// history (issue 64). The lock clause, if any, locks the rows each
-    /// probe finds. SQLite searches the key for each member of the list
-    /// (and locks nothing: its transactions hold the write lock).
-    pub(crate) fn rows_by_keys(self, keys: Keys<'_>) -> String {
-        let Keys {
-            table,
-            key,
-            param,
-            ty,
-            alias,
-            filter,
-            lock,
-        } = keys;
-        match self {
-            Self::Postgres => format!(
-                "UNNEST({param}::{ty}[]) AS {alias}_keys(probed) CROSS JOIN LATERAL \
-                 (SELECT * FROM {table} WHERE {key} = {alias}_keys.probed{filter} \
-                  OFFSET 0{lock}) {alias}"
-            ),
-            Self::Sqlite => format!(
-                "(SELECT * FROM {table} WHERE {key} {}{filter}) {alias}",
-                self.in_ids(param)
-            ),
         }
     }
 
@@ -315,7 +228,7 @@ impl<'a> From<&'a Vec<Uuid>> for Arg<'a> {
 /// One statement and its arguments, for either backend.
 #[derive(Clone, Debug)]
 pub(crate) struct Query<'a> {
-    text: Cow<'a, str>,
+    pub(crate) text: Cow<'a, str>,
     args: Vec<Arg<'a>>,
     /// Kept in the connection's statement cache (see [`Query::uncached`]).
     cached: bool,
@@ -419,7 +332,7 @@ impl<'a> Query<'a> {
     }
 
     /// `text` bound with this statement's arguments as SQLite takes them.
-    fn lite_text<'q>(
+    pub(crate) fn lite_text<'q>(
         &'q self,
         text: &'q str,
     ) -> sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>> {
@@ -492,30 +405,13 @@ impl<'a> Query<'a> {
         })
     }
 
-    /// Where this thread records SQLite's plans (see
-    /// `testing::record_sqlite_plans`), the plan SQLite picks for this
-    /// statement with its arguments, before it runs: the plan tests read
-    /// the statements the store really ran. A statement SQLite cannot
-    /// explain is recorded with the reason.
-    #[cfg(feature = "test-support")]
-    async fn plan_lite<'e>(&self, on: impl sqlx::SqliteExecutor<'e>) {
-        use sqlx::Row as _;
-        if !super::testing::recording_sqlite_plans() {
-            return;
-        }
-        let text = format!("EXPLAIN QUERY PLAN {}", self.text);
-        let detail = match self.lite_text(&text).fetch_all(on).await {
-            Ok(rows) => rows
-                .iter()
-                .map(|r| r.try_get::<String, _>("detail").unwrap_or_default())
-                .collect(),
-            Err(e) => vec![format!("(not explained: {e})")],
-        };
-        super::testing::record_sqlite_plan(&self.text, detail);
+    /// The plan SQLite picks for this statement, recorded where a test
+    /// asks for it (`testing::record_sqlite_plans`); nothing without the
+    /// test support.
+    async fn plan_lite<'e>(&self, _on: impl sqlx::SqliteExecutor<'e>) {
+        #[cfg(feature = "test-support")]
+        super::testing::explain_lite(self, _on).await;
     }
-
-    #[cfg(not(feature = "test-support"))]
-    async fn plan_lite<'e>(&self, _on: impl sqlx::SqliteExecutor<'e>) {}
 
     /// The first row; [`sqlx::Error::RowNotFound`] if there is none.
     pub(crate) async fn fetch_one<'c>(&self, on: impl Into<On<'c>>) -> Result<Row> {

@@ -61,6 +61,7 @@ mod links;
 mod migrate;
 mod policy;
 mod primary;
+mod probe;
 mod read;
 mod retention;
 mod session_push;

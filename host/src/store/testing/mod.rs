@@ -25,7 +25,7 @@ mod plans;
 mod standby;
 
 pub use faults::{deadlocks_detected, install_write_refusal, refuse_writes, DISK_FULL_MESSAGE};
-pub(in crate::store) use plans::{record_sqlite_plan, recording_sqlite_plans};
+pub(in crate::store) use plans::explain_lite;
 pub use plans::{record_sqlite_plans, SqlitePlan, SqlitePlans};
 pub use standby::{count_primary_switch, fail_over, install_lagging_standby, replicate};
 

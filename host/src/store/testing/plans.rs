@@ -10,6 +10,10 @@
 
 use std::cell::RefCell;
 
+use sqlx::Row as _;
+
+use crate::store::dialect::Query;
+
 /// One statement as it ran, and the lines of its `EXPLAIN QUERY PLAN`.
 #[derive(Clone, Debug)]
 pub struct SqlitePlan {
@@ -53,15 +57,30 @@ impl Drop for SqlitePlans {
     }
 }
 
-pub(in crate::store) fn recording_sqlite_plans() -> bool {
+fn recording() -> bool {
     PLANS.with(|p| p.borrow().is_some())
 }
 
-pub(in crate::store) fn record_sqlite_plan(sql: &str, detail: Vec<String>) {
+/// Where this thread records SQLite's plans, the plan SQLite picks for `q`
+/// with its arguments, before it runs: the plan tests read the statements
+/// the store really ran. A statement SQLite cannot explain is recorded
+/// with the reason.
+pub(in crate::store) async fn explain_lite<'e>(q: &Query<'_>, on: impl sqlx::SqliteExecutor<'e>) {
+    if !recording() {
+        return;
+    }
+    let text = format!("EXPLAIN QUERY PLAN {}", q.text);
+    let detail = match q.lite_text(&text).fetch_all(on).await {
+        Ok(rows) => rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("detail").unwrap_or_default())
+            .collect(),
+        Err(e) => vec![format!("(not explained: {e})")],
+    };
     PLANS.with(|p| {
         if let Some(plans) = p.borrow_mut().as_mut() {
             plans.push(SqlitePlan {
-                sql: sql.to_owned(),
+                sql: q.text.to_string(),
                 detail,
             });
         }

@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use crate::store::decode::{self, RowExt, WINDOW_COLS};
 use crate::store::deliveries::delivery_cols;
-use crate::store::dialect::{query, trunc, Keys, Tx};
+use crate::store::dialect::{query, trunc, Tx};
+use crate::store::probe::Keys;
 use crate::store::types::{ContinuationPlan, Delivery, PlanOutcome, Window};
 use crate::store::{dedup, Result, Store, StoreError};
 use write::write;
