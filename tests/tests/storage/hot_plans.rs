@@ -193,12 +193,13 @@ async fn hot_path(store: &Store, running: &[(Uuid, Uuid)], now: DateTime<Utc>) -
 
 /// Fails with every statement whose plan has a problem, and when a hot
 /// statement was not seen at all (the test would then judge nothing).
-fn judge(markers: &[(&str, &str)], texts: &[String], problems: Vec<(String, Vec<String>)>) {
+/// `problems`: each statement that ran, with what is wrong with its plan.
+fn judge(markers: &[(&str, &str)], problems: Vec<(String, Vec<String>)>) {
     for (what, marker) in markers {
         assert!(
-            texts.iter().any(|t| t.contains(marker)),
+            problems.iter().any(|(sql, _)| sql.contains(marker)),
             "{what} never ran ({marker:?} in none of {} statements)",
-            texts.len()
+            problems.len()
         );
     }
     let bad: Vec<String> = problems
@@ -238,20 +239,42 @@ mod sqlite {
             let ran = recording.take();
             drop(recording);
             all_continued(continued);
-            let texts: Vec<String> = ran.iter().map(|p| p.sql.clone()).collect();
             let problems = ran
                 .iter()
                 .map(|p| (p.sql.clone(), plans::sqlite_problems(p)))
                 .collect();
             let markers: Vec<_> = HOT.iter().chain(API_HOT).copied().collect();
-            judge(&markers, &texts, problems);
+            judge(&markers, problems);
             store.close().await;
         });
     }
 }
 
 mod postgres {
+    use std::collections::HashSet;
+
     use super::*;
+
+    /// The plans `auto_explain` sent so far, each statement with what is
+    /// wrong with its plan; every plan is also written out as it ran, for
+    /// a reader of a failure.
+    fn judged(notices: &Notices, unique: &HashSet<String>) -> Vec<(String, Vec<String>)> {
+        let ran = plans::pg_plans(&notices.take());
+        let all: Vec<_> = ran
+            .iter()
+            .map(|p| serde_json::json!({"sql": p.sql, "plan": p.plan}))
+            .collect();
+        let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hot-plans.json");
+        std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&all).unwrap_or_default(),
+        )
+        .expect("write the plans");
+        eprintln!("the plans as they ran: {}", file.display());
+        ran.iter()
+            .map(|p| (p.sql.clone(), plans::pg_problems(p, unique)))
+            .collect()
+    }
 
     /// A database that auto_explains every statement of its new sessions
     /// to the client (see `plans`), and a store of such sessions.
@@ -296,13 +319,7 @@ mod postgres {
             notices.take();
             api_path(&store, now).await;
             store.close().await;
-            let ran = plans::pg_plans(&notices.take());
-            let texts: Vec<String> = ran.iter().map(|p| p.sql.clone()).collect();
-            let problems = ran
-                .iter()
-                .map(|p| (p.sql.clone(), plans::pg_problems(p, &unique)))
-                .collect();
-            judge(API_HOT, &texts, problems);
+            judge(API_HOT, judged(&notices, &unique));
             db.cleanup().await;
         });
     }
@@ -331,27 +348,9 @@ mod postgres {
             notices.take();
             let continued = hot_path(&store, &running, now).await;
             store.close().await;
-            let ran = plans::pg_plans(&notices.take());
             all_continued(continued);
-            let texts: Vec<String> = ran.iter().map(|p| p.sql.clone()).collect();
-            let problems = ran
-                .iter()
-                .map(|p| (p.sql.clone(), plans::pg_problems(p, &unique)))
-                .collect();
-            // Every plan as it ran, for a reader of a failure.
-            let all: Vec<_> = ran
-                .iter()
-                .map(|p| serde_json::json!({"sql": p.sql, "plan": p.plan}))
-                .collect();
-            let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hot-plans.json");
-            std::fs::write(
-                &file,
-                serde_json::to_string_pretty(&all).unwrap_or_default(),
-            )
-            .expect("write the plans");
-            eprintln!("the plans as they ran: {}", file.display());
             let markers: Vec<_> = HOT.iter().chain(API_HOT).copied().collect();
-            judge(&markers, &texts, problems);
+            judge(&markers, judged(&notices, &unique));
             db.cleanup().await;
         });
     }
