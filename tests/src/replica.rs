@@ -41,6 +41,51 @@ pub fn binary() -> PathBuf {
 }
 
 fn build_binary() -> PathBuf {
+    let (mut cargo, profile_dir) = nested_test_build(std::env::vars_os());
+    let status = cargo
+        .arg("--quiet")
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo build for nomos-continue: {e}"));
+    assert!(
+        status.success(),
+        "cargo test --workspace --no-run failed: {status}"
+    );
+    let binary = profile_dir.join(format!("nomos-continue{}", std::env::consts::EXE_SUFFIX));
+    assert!(binary.exists(), "no binary at {}", binary.display());
+    binary
+}
+
+/// The variables cargo sets for a test process it runs (the package's
+/// manifest directory, name and version, `OUT_DIR`, ...), which a shell
+/// that built the tests did not have. A build script that reads one asks
+/// cargo to rebuild when it changes (ring's reads `CARGO_MANIFEST_DIR` and
+/// the `CARGO_PKG_*` ones), so a nested cargo that inherits them finds the
+/// test build stale and rebuilds ring, rustls, the crate and every test
+/// binary while the tests wait for it, then the next `cargo test` rebuilds
+/// them back.
+fn set_by_cargo_for_a_test(name: &str) -> bool {
+    const PREFIXES: [&str; 4] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+    ];
+    const NAMES: [&str; 4] = [
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p)) || NAMES.contains(&name)
+}
+
+/// `cargo test --workspace --no-run` for the target directory and profile
+/// this test executable was built in, in `env` less what cargo set for the
+/// test ([`set_by_cargo_for_a_test`]): the shell's environment that built
+/// it; and that profile's directory.
+fn nested_test_build(
+    env: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> (std::process::Command, PathBuf) {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
     // target/<profile>/deps/<test> → target/<profile>
     let profile_dir = exe
@@ -54,24 +99,18 @@ fn build_binary() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let mut cargo = std::process::Command::new(env!("CARGO"));
     cargo
-        .args(["test", "--workspace", "--no-run", "--quiet"])
+        .args(["test", "--workspace", "--no-run"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
         .arg(target_dir);
+    cargo
+        .env_clear()
+        .envs(env.filter(|(name, _)| !name.to_str().is_some_and(set_by_cargo_for_a_test)));
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cargo.arg("--release");
     }
-    let status = cargo
-        .status()
-        .unwrap_or_else(|e| panic!("run cargo build for nomos-continue: {e}"));
-    assert!(
-        status.success(),
-        "cargo test --workspace --no-run failed: {status}"
-    );
-    let binary = profile_dir.join(format!("nomos-continue{}", std::env::consts::EXE_SUFFIX));
-    assert!(binary.exists(), "no binary at {}", binary.display());
-    binary
+    (cargo, profile_dir)
 }
 
 /// How to start one replica.
@@ -470,7 +509,43 @@ fn parse_listening(line: &str) -> Option<SocketAddr> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_listening;
+    use super::{nested_test_build, parse_listening};
+
+    /// The nested build finds the build that made this test fresh: it
+    /// compiles nothing, even when this test runs under `cargo test`,
+    /// which sets `CARGO_MANIFEST_DIR` and the rest for it (set here too,
+    /// for a runner that does not).
+    #[test]
+    fn the_nested_build_finds_the_test_build_fresh() {
+        let (mut cargo, _) = nested_test_build(std::env::vars_os());
+        let as_cargo_test_sets = [
+            ("CARGO_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR")),
+            ("CARGO_PKG_NAME", env!("CARGO_PKG_NAME")),
+        ]
+        .map(|(name, value)| (name.into(), value.into()));
+        let (mut again, _) = nested_test_build(std::env::vars_os().chain(as_cargo_test_sets));
+        for cargo in [&mut cargo, &mut again] {
+            let out = cargo
+                .arg("--message-format=json")
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .expect("run cargo");
+            assert!(
+                out.status.success(),
+                "cargo test --workspace --no-run failed"
+            );
+            let rebuilt: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .filter(|m| m["reason"] == "compiler-artifact" && m["fresh"] == false)
+                .map(|m| m["target"]["name"].to_string())
+                .collect();
+            assert!(
+                rebuilt.is_empty(),
+                "the nested build rebuilt what the test build made: {rebuilt:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_listening_line_yields_the_address() {
